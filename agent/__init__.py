@@ -1,0 +1,3 @@
+"""react-agent: a ReAct coding agent for the terminal."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,63 @@
+"""Builds a ready QueryEngine from the command-line options: the one place production wiring lives."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent.config import Settings
+from agent.context import build_system_prompt
+from agent.deps import QueryDeps, production_deps
+from agent.engine import EngineConfig, QueryEngine
+from services.compact.options import CompactOptions
+from tools.permissions import AskHook, PermissionGate
+from tools.registry import default_tools
+
+
+@dataclass
+class AppOptions:
+    cwd: Path
+    settings: Settings
+    permission_mode: str = "default"
+    allowed_tools: list[str] = field(default_factory=list)
+    disallowed_tools: list[str] = field(default_factory=list)
+    interactive: bool = False
+
+
+def build_engine(opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None) -> QueryEngine:
+    settings = opts.settings
+    config = EngineConfig(
+        cwd=opts.cwd,
+        model=settings.model,
+        max_turns=settings.max_turns,
+        max_tokens=settings.max_tokens,
+        system_prompt=build_system_prompt(opts.cwd),
+        compact=CompactOptions.from_env(),
+    )
+    gate = PermissionGate(mode=opts.permission_mode, ask=ask)  # type: ignore[arg-type]
+    return QueryEngine(config, default_tools(), deps or production_deps(mock=settings.mock), gate=gate)
+
+
+class ResumeError(Exception):
+    pass
+
+
+def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
+    """The session to resume (`--continue`: the newest; `--resume ID`: that one), or None."""
+    from agent.session import SessionPaths, TranscriptError, list_sessions, load_transcript
+
+    if resume:
+        path = SessionPaths.for_session(cwd, resume).transcript
+        if not path.is_file():
+            raise ResumeError(f"no session {resume!r} in this project (see the REPL's /resume for a list)")
+    elif continue_:
+        sessions = list_sessions(cwd)
+        if not sessions:
+            raise ResumeError("no earlier session in this project to continue")
+        path = sessions[0]
+    else:
+        return None
+    try:
+        return load_transcript(path)
+    except TranscriptError as exc:
+        raise ResumeError(str(exc)) from None

@@ -1,0 +1,213 @@
+"""QueryEngine: owns a session (history, decisions, read state, usage, transcript) and runs turns.
+
+Only the engine writes the history: it applies the loop's events and appends each message and each
+decision to the transcript as it happens. Front ends (CLI, REPL) talk to the engine, never to the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.deps import QueryDeps
+from agent.events import (
+    AssistantEvent,
+    Event,
+    HistoryReplacedEvent,
+    RecordEvent,
+    Terminal,
+    ToolResultsEvent,
+    UserMessageEvent,
+)
+from agent.messages import Message, repair_pairing, user_message
+from agent.query import QueryParams, query
+from agent.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
+from agent.usage import Usage
+from services.compact.options import CompactOptions
+from services.compact.state import ContentReplacementState
+from services.hooks import NO_HOOKS, Hooks
+from tools.base import SessionState, Tool, ToolContext
+from tools.permissions import PermissionGate
+
+
+@dataclass
+class EngineConfig:
+    cwd: Path
+    model: str
+    max_turns: int = 100
+    max_tokens: int = 16384
+    system_prompt: str = ""
+    compact: CompactOptions = field(default_factory=CompactOptions)
+
+
+class QueryEngine:
+    def __init__(
+        self,
+        config: EngineConfig,
+        tools: list[Tool],
+        deps: QueryDeps,
+        gate: PermissionGate | None = None,
+        hooks: Hooks = NO_HOOKS,
+        session_id: str | None = None,
+    ):
+        self.config = config
+        self.tools = tools
+        self.deps = deps
+        self.gate = gate or PermissionGate()
+        self.hooks = hooks
+        self.state = SessionState(cwd=config.cwd)
+        self.usage = Usage()
+        self.last_usage: dict[str, int] = {}
+        self.last_terminal: Terminal | None = None
+        self._abort = asyncio.Event()
+        self._running = False
+        self._start_session(session_id or new_session_id())
+
+    # -- session lifecycle -------------------------------------------------------------------
+    def _start_session(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.paths = SessionPaths.for_session(self.config.cwd, session_id)
+        self.transcript = Transcript(self.paths.transcript)
+        self.messages: list[Message] = []
+        self.replacement_state = ContentReplacementState()
+        self.autocompact_state: dict[str, Any] = {}
+        self.state.read_state.clear()
+        self._header_written = False
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if not self._header_written:
+            self._header_written = True
+            self.transcript.append(
+                {
+                    "type": "session",
+                    "version": FORMAT_VERSION,
+                    "session_id": self.session_id,
+                    "cwd": str(self.config.cwd),
+                    "model": self.config.model,
+                    "created_at": time.time(),
+                    "pid": os.getpid(),
+                }
+            )
+        self.transcript.append(record)
+
+    def record(self, record: dict[str, Any]) -> None:
+        """Append a non-message record (a decision, a plan update...) to the transcript."""
+        self._write(record)
+
+    def append_message(self, message: Message) -> None:
+        self.messages.append(message)
+        self._write({"type": "message", "message": message})
+
+    def replace_history(self, messages: list[Message]) -> None:
+        self.messages = list(messages)
+        self._write({"type": "history_replaced", "messages": self.messages})
+
+    def clear(self) -> None:
+        """A new, empty conversation (a new session); session permission rules are kept."""
+        self.transcript.close()
+        self._start_session(new_session_id())
+
+    def resume(self, loaded: LoadedSession) -> None:
+        self.transcript.close()
+        self._start_session(loaded.session_id)
+        self._header_written = True  # appending to an existing transcript
+        self.messages = list(loaded.messages)
+        self.replacement_state = ContentReplacementState.from_records(loaded.records)
+        for rec in loaded.records:
+            if rec.get("type") == "repaired":
+                self.transcript.append({"type": "message", "message": rec["message"]})
+        for m in self.messages:
+            if m.get("role") == "assistant":
+                self.usage.add(m.get("usage"))
+                self.last_usage = m.get("usage") or self.last_usage
+
+    @property
+    def session_dir(self) -> Path:
+        return self.paths.directory
+
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    def abort(self) -> bool:
+        if not self._running:
+            return False
+        self._abort.set()
+        return True
+
+    # -- turns -----------------------------------------------------------------------------
+    def tool_context(self) -> ToolContext:
+        return ToolContext(
+            session=self.state,
+            project_root=self.config.cwd,
+            abort=self._abort,
+            session_id=self.session_id,
+            session_dir=self.paths.directory,
+        )
+
+    async def run_turn(self, text: str, inject_before: list[Message] | None = None) -> AsyncIterator[Event]:
+        """Append the user's message (after any injected ones) and run the loop until it stops."""
+        if not text and not inject_before:
+            raise ValueError("run_turn needs user text or messages to inject")
+        self._abort = asyncio.Event()
+        self._running = True
+        for m in inject_before or []:
+            self.append_message(m)
+        if text:
+            self.append_message(user_message(text))
+        params = QueryParams(
+            messages=self.messages,
+            system=self.config.system_prompt,
+            tools=self.tools,
+            tool_context=self.tool_context(),
+            model=self.config.model,
+            max_tokens=self.config.max_tokens,
+            max_turns=self.config.max_turns,
+            gate=self.gate,
+            hooks=self.hooks,
+            compact=self.config.compact,
+            replacement_state=self.replacement_state,
+            autocompact_state=self.autocompact_state,
+        )
+        terminal: Terminal | None = None
+        try:
+            async for event in query(params, self.deps):
+                self._apply(event)
+                if isinstance(event, Terminal):
+                    terminal = event
+                yield event
+        finally:
+            # Whatever stopped us (cancellation included), every tool_use keeps its tool_result.
+            fix = repair_pairing(self.messages)
+            if fix is not None:
+                self.append_message(fix)
+            self._running = False
+            if terminal is None:
+                terminal = Terminal("aborted", 0, "interrupted")
+            self.last_terminal = terminal
+
+    def _apply(self, event: Event) -> None:
+        if isinstance(event, AssistantEvent):
+            self.append_message(event.message)
+            usage = event.message.get("usage")
+            if usage:
+                self.usage.add(usage)
+                self.last_usage = usage
+        elif isinstance(event, ToolResultsEvent):
+            self.append_message(event.message)
+            for m in event.extra_messages:
+                self.append_message(m)
+        elif isinstance(event, UserMessageEvent):
+            self.append_message(event.message)
+        elif isinstance(event, HistoryReplacedEvent):
+            self.replace_history(event.messages)
+        elif isinstance(event, RecordEvent):
+            self.record(event.record)
+
+    def close(self) -> None:
+        self.transcript.close()

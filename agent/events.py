@@ -1,0 +1,95 @@
+"""Events the loop yields to front ends. The loop never prints; renderers consume these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agent.messages import Message
+
+TerminalReason = Literal["completed", "max_turns", "aborted", "error"]
+
+
+@dataclass
+class TextDeltaEvent:
+    text: str
+
+
+@dataclass
+class AssistantEvent:
+    message: Message
+
+
+@dataclass
+class ToolStartEvent:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class ToolEndEvent:
+    id: str
+    name: str
+    ok: bool
+    summary: str = ""
+    duration: float = 0.0
+    error: str = ""
+
+
+@dataclass
+class ToolResultsEvent:
+    """The user message answering one assistant message's tool calls (plus any injected messages)."""
+
+    message: Message
+    extra_messages: list[Message] = field(default_factory=list)
+
+
+@dataclass
+class UserMessageEvent:
+    """A user message the loop adds on its own (hook feedback, an interruption note)."""
+
+    message: Message
+
+
+@dataclass
+class NoticeEvent:
+    """A one-line notice from the machinery (spilled, cleared, omitted, summarised, retrying)."""
+
+    kind: str
+    text: str
+
+
+@dataclass
+class RecordEvent:
+    """A pipeline decision (or other non-message record) the engine must append to the transcript."""
+
+    record: dict[str, Any]
+
+
+@dataclass
+class HistoryReplacedEvent:
+    """Autocompact wrote back a new history (boundary + summary + tail)."""
+
+    messages: list[Message]
+
+
+@dataclass
+class Terminal:
+    reason: TerminalReason
+    turns: int
+    error: str = ""
+
+
+Event = (
+    TextDeltaEvent
+    | AssistantEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | ToolResultsEvent
+    | UserMessageEvent
+    | NoticeEvent
+    | RecordEvent
+    | HistoryReplacedEvent
+    | Terminal
+)

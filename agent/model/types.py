@@ -1,0 +1,55 @@
+"""What a model provider takes and yields.
+
+A provider is an async generator function `call_model(request)` that yields `TextDelta`s as text
+arrives, maybe `Retrying` notices, and finally exactly one `ModelResponse`. It raises `ModelError`
+with a one-line message when nothing more can be done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.messages import Message
+
+
+@dataclass
+class ModelRequest:
+    messages: list[dict[str, Any]]
+    system: str
+    tools: list[dict[str, Any]]
+    model: str
+    max_tokens: int
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class Retrying:
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass
+class ModelResponse:
+    message: Message
+    stop_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class ModelError(Exception):
+    """The model call failed for good; `str(err)` is a one-line message for the user."""
+
+    def __init__(self, message: str, *, status: int | None = None, kind: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+ModelEvent = TextDelta | Retrying | ModelResponse
+CallModel = Callable[[ModelRequest], AsyncIterator[ModelEvent]]

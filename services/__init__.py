@@ -1,0 +1,1 @@
+"""Services: the compact pipeline, tool-result storage, tokens, hooks, MCP, skills, memory, web."""

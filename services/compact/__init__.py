@@ -1,0 +1,1 @@
+"""The outbound pipeline: stage 0 autocompact, then budget, micro, retain."""

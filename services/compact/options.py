@@ -1,0 +1,58 @@
+"""CompactOptions: every knob of the outbound pipeline in one place, with environment overrides."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from agent.config import env_flag, env_int
+
+DEFAULT_THRESHOLD_CHARS = 80_000
+DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
+DEFAULT_MAX_TURN_TOOL_RESULT_CHARS = 200_000
+DEFAULT_MICRO_KEEP_RECENT = 4
+DEFAULT_MICRO_MIN_CHARS = 500
+DEFAULT_MICRO_LOW_WATER_PERCENT = 60
+DEFAULT_MAX_MESSAGES = 40
+DEFAULT_AUTOCOMPACT_PERCENT = 80
+DEFAULT_CONTEXT_WINDOW_TOKENS = 200_000
+
+
+@dataclass
+class CompactOptions:
+    enabled: bool = True
+    threshold: int = DEFAULT_THRESHOLD_CHARS
+    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
+    max_turn_tool_result_chars: int = DEFAULT_MAX_TURN_TOOL_RESULT_CHARS
+    micro_keep_recent: int = DEFAULT_MICRO_KEEP_RECENT
+    micro_min_chars: int = DEFAULT_MICRO_MIN_CHARS
+    micro_low_water_percent: int = DEFAULT_MICRO_LOW_WATER_PERCENT
+    max_messages: int = DEFAULT_MAX_MESSAGES
+    autocompact: bool = True
+    autocompact_percent: int = DEFAULT_AUTOCOMPACT_PERCENT
+    context_window_tokens: int = DEFAULT_CONTEXT_WINDOW_TOKENS
+
+    @classmethod
+    def from_env(cls) -> CompactOptions:
+        enabled = os.environ.get("COMPACT") != "0"
+        return cls(
+            enabled=enabled,
+            threshold=env_int("COMPACT_THRESHOLD_CHARS", DEFAULT_THRESHOLD_CHARS, minimum=1),
+            max_tool_result_chars=env_int(
+                "COMPACT_MAX_TOOL_RESULT_CHARS", DEFAULT_MAX_TOOL_RESULT_CHARS, minimum=1
+            ),
+            max_turn_tool_result_chars=env_int(
+                "COMPACT_MAX_TURN_TOOL_RESULT_CHARS", DEFAULT_MAX_TURN_TOOL_RESULT_CHARS, minimum=1
+            ),
+            micro_keep_recent=env_int("COMPACT_MICRO_KEEP_RECENT", DEFAULT_MICRO_KEEP_RECENT, minimum=0),
+            micro_min_chars=env_int("COMPACT_MICRO_MIN_CHARS", DEFAULT_MICRO_MIN_CHARS, minimum=0),
+            micro_low_water_percent=env_int(
+                "COMPACT_MICRO_LOW_WATER_PERCENT", DEFAULT_MICRO_LOW_WATER_PERCENT, minimum=1
+            ),
+            max_messages=env_int("COMPACT_MAX_MESSAGES", DEFAULT_MAX_MESSAGES, minimum=2),
+            autocompact=enabled and env_flag("AUTOCOMPACT", True),
+            autocompact_percent=env_int("AUTOCOMPACT_PERCENT", DEFAULT_AUTOCOMPACT_PERCENT, minimum=1),
+            context_window_tokens=env_int(
+                "CONTEXT_WINDOW_TOKENS", DEFAULT_CONTEXT_WINDOW_TOKENS, minimum=1000
+            ),
+        )

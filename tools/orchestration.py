@@ -1,0 +1,206 @@
+"""Running one assistant message's tool calls.
+
+Every tool_use gets exactly one tool_result, in the order of the tool_use blocks, whatever happens.
+Consecutive concurrency-safe calls run in parallel (bounded); the others run one by one. Unknown
+tools, invalid input and exceptions become `is_error` results; the loop goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.events import ToolEndEvent, ToolStartEvent
+from agent.messages import (
+    INTERRUPTED_TOOL_RESULT_MESSAGE,
+    SKIPPED_TOOL_RESULT_MESSAGE,
+    Message,
+    ToolResultBlock,
+    ToolUseBlock,
+    tool_result_block,
+)
+from agent.trace import trace
+from services.hooks import NO_HOOKS, Hooks
+from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.permissions import PermissionGate
+from tools.validation import validate_input
+
+MAX_PARALLEL_TOOLS = 10
+
+
+@dataclass
+class BatchOutcome:
+    results: list[ToolResultBlock]
+    new_messages: list[Message] = field(default_factory=list)
+    # Set when a user denial (or abort) must end the turn after this batch.
+    end_turn: bool = False
+    aborted: bool = False
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:limit]
+
+
+def _content_of(output: ToolOutput) -> str | list[dict[str, Any]]:
+    content = output.content
+    if isinstance(content, str) or isinstance(content, list):
+        return content
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _partition(uses: list[ToolUseBlock], tools: dict[str, Tool]) -> list[list[ToolUseBlock]]:
+    """Consecutive concurrency-safe calls form one parallel group; every other call is its own group."""
+    groups: list[list[ToolUseBlock]] = []
+    last_safe = False
+    for use in uses:
+        tool = tools.get(use["name"])
+        safe = False
+        if tool is not None and isinstance(use.get("input"), dict):
+            try:
+                safe = bool(tool.is_concurrency_safe(use["input"]))
+            except Exception:
+                safe = False
+        if safe and last_safe:
+            groups[-1].append(use)
+        else:
+            groups.append([use])
+        last_safe = safe
+    return groups
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        tools: dict[str, Tool],
+        ctx: ToolContext,
+        gate: PermissionGate,
+        hooks: Hooks = NO_HOOKS,
+        max_parallel: int = MAX_PARALLEL_TOOLS,
+    ):
+        self.tools = tools
+        self.ctx = ctx
+        self.gate = gate
+        self.hooks = hooks
+        self.max_parallel = max_parallel
+
+    async def _run_one(self, use: ToolUseBlock, events: asyncio.Queue) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
+        """Returns (result block, output, end_turn)."""
+        name, tid = use["name"], use["id"]
+        raw_input = use.get("input")
+        tool = self.tools.get(name)
+        started = time.monotonic()
+        await events.put(ToolStartEvent(tid, name, raw_input if isinstance(raw_input, dict) else {}))
+        trace("tool.start", name=name, id=tid)
+        end_turn = False
+        output: ToolOutput | None = None
+        try:
+            if tool is None:
+                known = ", ".join(sorted(self.tools)) or "none"
+                raise ToolError(f"Unknown tool: {name}. Available tools: {known}.")
+            error = validate_input(tool, raw_input)
+            if error:
+                raise ToolError(error)
+            assert isinstance(raw_input, dict)
+            verdict = await self.gate.authorize(tool, raw_input, self.ctx)
+            if not verdict.allowed:
+                end_turn = verdict.end_turn
+                output = ToolOutput(verdict.message, is_error=True, summary="denied")
+            else:
+                decision = await self.hooks.pre_tool_use(name, raw_input, tid)
+                if decision is not None and decision.action == "deny":
+                    output = ToolOutput(
+                        f"PreToolUse hook denied this tool call: {decision.reason or 'no reason given'}",
+                        is_error=True,
+                        summary="denied by hook",
+                    )
+                else:
+                    output = await tool.call(raw_input, self.ctx.for_call(tid))
+                    if not isinstance(output, ToolOutput):
+                        output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
+                    await self.hooks.post_tool_use(name, raw_input, tid, output.content, output.is_error)
+        except asyncio.CancelledError:
+            raise
+        except ToolError as exc:
+            output = ToolOutput(str(exc), is_error=True)
+        except Exception as exc:  # a failing tool never escapes the loop
+            output = ToolOutput(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        block = tool_result_block(tid, _content_of(output), is_error=output.is_error)
+        duration = time.monotonic() - started
+        err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
+        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err))
+        trace("tool.end", name=name, id=tid, ok=not output.is_error)
+        return block, output, end_turn
+
+    async def run(self, uses: list[ToolUseBlock]) -> AsyncIterator[ToolStartEvent | ToolEndEvent | BatchOutcome]:
+        """Yields tool start/end events as they happen, then one BatchOutcome."""
+        results: dict[str, ToolResultBlock] = {}
+        new_messages: list[Message] = []
+        end_turn = False
+        aborted = False
+        events: asyncio.Queue = asyncio.Queue()
+        sem = asyncio.Semaphore(self.max_parallel)
+
+        async def guarded(use: ToolUseBlock):
+            async with sem:
+                return await self._run_one(use, events)
+
+        for group in _partition(uses, self.tools):
+            if end_turn or self.ctx.abort.is_set():
+                break
+            tasks = [asyncio.ensure_future(guarded(u)) for u in group]
+            abort_wait = asyncio.ensure_future(self.ctx.abort.wait())
+            pending = set(tasks)
+            try:
+                while pending:
+                    getter = asyncio.ensure_future(events.get())
+                    done, _ = await asyncio.wait(
+                        pending | {getter, abort_wait}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if getter in done:
+                        yield getter.result()
+                    else:
+                        getter.cancel()
+                    pending -= done
+                    if abort_wait in done:
+                        aborted = True
+                        for t in pending:
+                            t.cancel()
+                        await asyncio.gather(*pending, return_exceptions=True)
+                        pending = set()
+            finally:
+                abort_wait.cancel()
+                for t in tasks:
+                    if not t.done():
+                        t.cancel()
+            while not events.empty():
+                yield events.get_nowait()
+            for use, task in zip(group, tasks, strict=True):
+                if task.cancelled() or task.exception() is not None:
+                    if task.done() and not task.cancelled() and task.exception() is not None:
+                        exc = task.exception()
+                        results[use["id"]] = tool_result_block(
+                            use["id"], f"{use['name']} failed: {exc}", is_error=True
+                        )
+                    else:
+                        results[use["id"]] = tool_result_block(
+                            use["id"], INTERRUPTED_TOOL_RESULT_MESSAGE, is_error=True
+                        )
+                        yield ToolEndEvent(use["id"], use["name"], False, "interrupted", 0.0, "Interrupted")
+                    continue
+                block, output, deny_end = task.result()
+                results[use["id"]] = block
+                if output is not None:
+                    new_messages.extend(output.new_messages)
+                end_turn = end_turn or deny_end
+            if aborted:
+                break
+        ordered = [
+            results.get(u["id"]) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
+            for u in uses
+        ]
+        yield BatchOutcome(ordered, new_messages, end_turn=end_turn or aborted, aborted=aborted)
