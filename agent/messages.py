@@ -63,6 +63,15 @@ INVALID_INPUT_KEY = "__invalid_json__"
 INTERRUPTED_TOOL_RESULT_MESSAGE = "Interrupted by user: the tool did not finish."
 
 
+def clean_text(text: str) -> str:
+    """Text that encodes as UTF-8: lone surrogates (from undecodable bytes) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
 def text_block(text: str) -> TextBlock:
     return {"type": "text", "text": text}
 

@@ -21,6 +21,7 @@ from agent.messages import (
     Message,
     ToolResultBlock,
     ToolUseBlock,
+    clean_text,
     tool_result_block,
 )
 from agent.trace import trace
@@ -47,10 +48,16 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 
 def _content_of(output: ToolOutput) -> str | list[dict[str, Any]]:
+    """Tool output as tool_result content that is always valid JSON text (tools may return anything)."""
     content = output.content
-    if isinstance(content, str) or isinstance(content, list):
-        return content
-    return json.dumps(content, ensure_ascii=False, default=str)
+    if isinstance(content, str):
+        return clean_text(content)
+    if isinstance(content, list):
+        return [
+            {**b, "text": clean_text(b["text"])} if isinstance(b, dict) and isinstance(b.get("text"), str) else b
+            for b in content
+        ]
+    return clean_text(json.dumps(content, ensure_ascii=False, default=str))
 
 
 def _partition(uses: list[ToolUseBlock], tools: dict[str, Tool]) -> list[list[ToolUseBlock]]:
