@@ -1,12 +1,41 @@
-"""Stage 0: LLM autocompact (summary write-back). Never triggers until its issue lands."""
+"""Stage 0: LLM autocompact. Summarise older history with one model call and write it back.
+
+When the context (`token_count_with_estimation`) reaches `autocompact_percent` of the context window,
+the older messages are summarised by one model call without tools and the history becomes
+
+    user `[compact boundary]`, user `Conversation summary (compacted):\\n<summary>`, ...recent tail
+
+The tail is aligned so it never starts with an orphaned tool_result (react-agent-mini's bug B4). The
+summary is taken once, from the final message (bug B22 concatenated the streamed deltas and the final
+text). Three consecutive failures open a circuit breaker for the session (kept in `ctx.state`).
+The engine writes the new history to the transcript (HistoryReplacedEvent).
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.messages import Message
+from agent.messages import Message, is_user_text_message, result_text, tool_results, tool_uses, user_message
+from agent.model.types import ModelRequest, ModelResponse, TextDelta
+from agent.trace import trace
 from services.compact.options import CompactOptions
+from services.compact.retain import COMPACT_BOUNDARY_TEXT
+
+SUMMARY_PREFIX = "Conversation summary (compacted):\n"
+MAX_AUTOCOMPACT_FAILURES = 3
+DEFAULT_KEEP_RECENT = 4
+SUMMARY_MAX_TOKENS = 4096
+SUMMARY_SYSTEM = "You summarize conversations for context compaction. Reply with a concise summary only."
+SUMMARY_INSTRUCTION = (
+    "Summarize the following conversation so a coding agent can continue the task. Keep the user's "
+    "task and requirements, key decisions, file paths, errors, and open questions."
+)
+# Per-item caps of the transcript sent to the summariser (characters).
+RESULT_PREVIEW_CHARS = 500
+TEXT_CAP_CHARS = 8000
+INPUT_CAP_CHARS = 300
 
 
 @dataclass
@@ -17,6 +46,7 @@ class AutocompactContext:
     options: CompactOptions
     # Per-session breaker state and anything else the stage keeps between calls.
     state: dict[str, Any] = field(default_factory=dict)
+    keep_recent: int = DEFAULT_KEEP_RECENT
 
 
 @dataclass
@@ -24,7 +54,198 @@ class AutocompactResult:
     messages: list[Message]
     records: list[dict[str, Any]] = field(default_factory=list)
     notices: list[tuple[str, str]] = field(default_factory=list)
+    before_tokens: int = 0
+    after_tokens: int = 0
+    before_percent: int = 0
+    after_percent: int = 0
+
+
+class CompactError(Exception):
+    pass
+
+
+def token_count(messages: list[Message]) -> int:
+    """services.tokens.token_count_with_estimation when present, else a local chars/4 fallback that
+    starts from the last real usage report."""
+    try:
+        from services.tokens import token_count_with_estimation  # type: ignore[attr-defined]
+    except ImportError:
+        token_count_with_estimation = None
+    if token_count_with_estimation is not None:
+        return int(token_count_with_estimation(messages))
+    from services.tokens import estimate_tokens
+
+    for i in range(len(messages) - 1, -1, -1):
+        usage = messages[i].get("usage") if messages[i].get("role") == "assistant" else None
+        if usage:
+            used = sum(
+                int(usage.get(k, 0) or 0)
+                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+            )
+            if used > 0:
+                return used + estimate_tokens(messages[i + 1 :])
+    return estimate_tokens(messages)
+
+
+def percent_of(tokens: int, window: int) -> int:
+    if window <= 0:
+        return 100
+    return max(0, min(100, round(tokens * 100 / window)))
+
+
+def align_tail_start(messages: list[Message], start: int) -> int:
+    """Move `start` back until the tail holds the tool_use of every tool_result in it."""
+    start = max(0, min(start, len(messages)))
+    while start > 0:
+        ids = {u["id"] for m in messages[start:] for u in tool_uses(m)}
+        orphan = any(r["tool_use_id"] not in ids for m in messages[start:] for r in tool_results(m))
+        if not orphan:
+            break
+        start -= 1
+    return start
+
+
+def _render(messages: list[Message]) -> str:
+    lines = []
+    for m in messages:
+        role = m.get("role", "?")
+        for b in m.get("content") or []:
+            t = b.get("type")
+            if t == "text":
+                text = b["text"]  # type: ignore[typeddict-item]
+                if len(text) > TEXT_CAP_CHARS:
+                    text = text[:TEXT_CAP_CHARS] + "…"
+                lines.append(f"{role}: {text}")
+            elif t == "tool_use":
+                inp = json.dumps(b.get("input"), ensure_ascii=False)  # type: ignore[arg-type]
+                if len(inp) > INPUT_CAP_CHARS:
+                    inp = inp[:INPUT_CAP_CHARS] + "…"
+                lines.append(f"{role}: [tool_use {b['name']}] {inp}")  # type: ignore[typeddict-item]
+            elif t == "tool_result":
+                text = result_text(b["content"])  # type: ignore[typeddict-item]
+                more = "…" if len(text) > RESULT_PREVIEW_CHARS else ""
+                err = " error" if b.get("is_error") else ""
+                lines.append(f"{role}: [tool_result{err}] {text[:RESULT_PREVIEW_CHARS]}{more}")
+            elif t == "image":
+                lines.append(f"{role}: [image]")
+    return "\n".join(lines)
+
+
+async def summarize(messages: list[Message], ctx: AutocompactContext, instructions: str | None = None) -> str:
+    prompt = SUMMARY_INSTRUCTION
+    if instructions:
+        prompt += f"\nAdditional instructions: {instructions}"
+    request = ModelRequest(
+        messages=[{"role": "user", "content": [{"type": "text", "text": prompt + "\n\n" + _render(messages)}]}],
+        system=ctx.system or SUMMARY_SYSTEM,
+        tools=[],
+        model=ctx.model,
+        max_tokens=SUMMARY_MAX_TOKENS,
+    )
+    final: ModelResponse | None = None
+    deltas: list[str] = []
+    async for event in ctx.call_model(request):
+        if isinstance(event, TextDelta):
+            deltas.append(event.text)
+        elif isinstance(event, ModelResponse):
+            final = event
+    # Once: the final message's text if there is one, else the streamed text (never both).
+    if final is not None:
+        text = "".join(b["text"] for b in final.message["content"] if b.get("type") == "text")  # type: ignore[typeddict-item]
+    else:
+        text = "".join(deltas)
+    text = text.strip()
+    if not text:
+        raise CompactError("compact summary is empty")
+    return text
+
+
+async def compact_conversation(
+    messages: list[Message], ctx: AutocompactContext, instructions: str | None = None
+) -> AutocompactResult:
+    """Summarise all but the aligned recent tail. Raises on failure; the input is never mutated."""
+    keep = max(0, ctx.keep_recent)
+    start = align_tail_start(messages, len(messages) - keep) if len(messages) > keep else 0
+    source, tail = messages[:start], messages[start:]
+    if not source:  # nothing older than the tail: summarise everything (a forced /compact)
+        source, tail = messages, []
+    summary = await summarize(source, ctx, instructions)
+    boundary = user_message(COMPACT_BOUNDARY_TEXT, meta={"compact_boundary": True})
+    summary_msg = user_message(SUMMARY_PREFIX + summary, meta={"compact_summary": True})
+    out = [boundary, summary_msg, *tail]
+    window = ctx.options.context_window_tokens
+    before = token_count(messages)
+    from services.tokens import estimate_tokens
+
+    after = estimate_tokens(out)
+    result = AutocompactResult(
+        out,
+        before_tokens=before,
+        after_tokens=after,
+        before_percent=percent_of(before, window),
+        after_percent=percent_of(after, window),
+    )
+    result.notices.append(
+        (
+            "summarised",
+            f"Summarised {len(source)} earlier messages ({format_compact_feedback(result)}).",
+        )
+    )
+    trace("compact.llm", summarized=len(source), kept=len(tail), summaryChars=len(summary))
+    return result
+
+
+def format_compact_feedback(result: AutocompactResult) -> str:
+    return f"ctx ~{result.before_percent}% -> ctx ~{result.after_percent}%"
 
 
 async def autocompact(messages: list[Message], ctx: AutocompactContext) -> AutocompactResult | None:
-    return None
+    opts = ctx.options
+    if not opts.enabled or not opts.autocompact:
+        return None
+    failures = int(ctx.state.get("consecutive_failures", 0))
+    if failures >= MAX_AUTOCOMPACT_FAILURES:
+        return None
+    used = token_count(messages)
+    percent = used * 100 / max(1, opts.context_window_tokens)
+    if percent < opts.autocompact_percent or len(messages) <= 2:
+        return None
+    try:
+        result = await compact_conversation(messages, ctx)
+    except Exception as exc:  # the model call or an empty summary: count it, keep the history
+        failures += 1
+        ctx.state["consecutive_failures"] = failures
+        trace("compact.auto_fail", failures=failures, error=type(exc).__name__)
+        if failures >= MAX_AUTOCOMPACT_FAILURES:
+            ctx.state["circuit_open"] = True
+        return None
+    ctx.state["consecutive_failures"] = 0
+    trace("compact.auto", before=result.before_tokens, after=result.after_tokens)
+    return result
+
+
+async def compact_now(
+    messages: list[Message], ctx: AutocompactContext, instructions: str | None = None
+) -> AutocompactResult:
+    """/compact: summarise now, whatever the threshold or AUTOCOMPACT say (COMPACT=0 still refuses)."""
+    if not ctx.options.enabled:
+        raise CompactError("compaction is disabled (COMPACT=0)")
+    if not messages:
+        raise CompactError("nothing to compact")
+    result = await compact_conversation(messages, ctx, instructions)
+    ctx.state["consecutive_failures"] = 0
+    return result
+
+
+def is_summary_message(m: Message) -> bool:
+    return is_user_text_message(m) and bool((m.get("meta") or {}).get("compact_summary"))
+
+
+def messages_after_boundary(messages: list[Message]) -> list[Message]:
+    """The messages after the last compact boundary (all of them when there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if is_user_text_message(m) and m["content"][0].get("text") == COMPACT_BOUNDARY_TEXT:  # type: ignore[typeddict-item]
+            return messages[i + 1 :]
+    return messages
+

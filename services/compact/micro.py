@@ -1,14 +1,137 @@
-"""Stage 2: microcompact (clear old re-obtainable results). Identity until its issue lands."""
+"""Stage 2: microcompact. Clear old, re-obtainable tool results, with recorded, monotonic decisions.
+
+react-agent-mini re-derived "every compactable result but the last N" on each call, so the cleared set
+moved every turn and the request prefix (hence the provider's prompt cache) changed every turn. Here:
+
+- A clearing decision is per tool_use id, recorded in `ContentReplacementState.cleared` (and the
+  transcript through `StageResult.records`), and re-applied byte for byte on every later call, under the
+  threshold too. A cleared result never comes back and its placeholder never changes.
+- New clearing only starts when the estimate is over the threshold, and then clears oldest-first until
+  the estimate is below the low-water mark (`micro_low_water_percent` of the threshold): one batch, then
+  many turns of a stable prefix before the next one (hysteresis).
+- The `micro_keep_recent` most recent compactable results and results of `micro_min_chars` or less
+  are never cleared; results of tools outside COMPACTABLE_TOOLS (and not `mcp__*`) are never cleared.
+
+Blocks and messages that do not change are the same objects as in the input (the loop uses identity
+to tell which results the model saw whole).
+"""
 
 from __future__ import annotations
 
-from agent.messages import Message
+from typing import Any
+
+from agent.messages import Message, tool_use_index
+from agent.trace import trace
+from services.compact.estimate import estimate_outbound_chars, result_chars
 from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.compact.types import StageResult
+
+MICROCOMPACT_NOTE = "[Old tool result content cleared]"
+COMPACTABLE_TOOLS = frozenset({"Read", "Write", "Edit", "Bash", "Grep", "Glob"})
+
+
+def is_compactable_tool_name(name: str) -> bool:
+    return name in COMPACTABLE_TOOLS or name.startswith("mcp__")
+
+
+def placeholder_for(name: str, tool_input: dict[str, Any] | None) -> str:
+    """`[Old tool result content cleared] tool=<Name> <file_path or path>`."""
+    parts = [MICROCOMPACT_NOTE, f"tool={name}"]
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    where = inp.get("file_path") or inp.get("path")
+    if isinstance(where, str) and where:
+        parts.append(where)
+    return " ".join(parts)
+
+
+def _cleared_block(block: dict[str, Any], text: str) -> dict[str, Any]:
+    new = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": text}
+    if block.get("is_error"):
+        new["is_error"] = True
+    return new
+
+
+def _replace(messages: list[Message], cleared: dict[str, str]) -> list[Message]:
+    """Messages with every result whose id is in `cleared` replaced; untouched ones kept as-is."""
+    out: list[Message] | None = None
+    for i, m in enumerate(messages):
+        if m.get("role") != "user":
+            continue
+        content = m["content"]
+        new_content = None
+        for j, b in enumerate(content):
+            if b.get("type") != "tool_result":
+                continue
+            text = cleared.get(b["tool_use_id"])  # type: ignore[typeddict-item]
+            if text is None or b.get("content") == text:  # type: ignore[union-attr]
+                continue
+            if new_content is None:
+                new_content = list(content)
+            new_content[j] = _cleared_block(b, text)  # type: ignore[arg-type]
+        if new_content is not None:
+            if out is None:
+                out = list(messages)
+            nm = dict(m)
+            nm["content"] = new_content
+            out[i] = nm  # type: ignore[assignment]
+    return messages if out is None else out
 
 
 def microcompact_messages(
     messages: list[Message], state: ContentReplacementState, opts: CompactOptions
 ) -> StageResult:
-    return StageResult(messages)
+    # Re-apply every recorded decision first (decisions are monotonic).
+    current = _replace(messages, state.cleared) if state.cleared else messages
+    estimated = estimate_outbound_chars(current)
+    if estimated <= opts.threshold:
+        return StageResult(current)
+
+    low_water = opts.threshold * opts.micro_low_water_percent // 100
+    uses = tool_use_index(current)
+    refs: list[tuple[dict[str, Any], str]] = []  # (result block, tool name), compactable only, in order
+    for m in current:
+        if m.get("role") != "user":
+            continue
+        for b in m["content"]:
+            if b.get("type") != "tool_result":
+                continue
+            use = uses.get(b["tool_use_id"])  # type: ignore[typeddict-item]
+            if use is None or not is_compactable_tool_name(use["name"]):
+                continue
+            refs.append((b, use["name"]))  # type: ignore[arg-type]
+    keep = max(0, opts.micro_keep_recent)
+    candidates = refs[: len(refs) - keep] if keep else refs
+
+    new: dict[str, str] = {}
+    records: list[dict[str, Any]] = []
+    freed = 0
+    remaining = estimated
+    for block, name in candidates:
+        if remaining < low_water:
+            break
+        tid = block["tool_use_id"]
+        if tid in state.cleared:
+            continue
+        size = result_chars(block["content"])
+        if size <= opts.micro_min_chars:
+            continue
+        text = placeholder_for(name, uses[tid].get("input"))
+        if len(text) >= size:
+            continue
+        new[tid] = text
+        records.append(state.record("micro", tid, text))
+        remaining -= size - len(text)
+        freed += size - len(text)
+
+    trace("compact.micro", replaced=len(new))
+    trace("compact.run", stage="micro", estimated=estimated, overThreshold=True, strategy="micro")
+    if not new:
+        return StageResult(current)
+    out = _replace(current, new)
+    notice = (
+        "cleared",
+        f"Cleared {len(new)} old tool result{'s' if len(new) != 1 else ''} (~{freed:,} chars) "
+        "from the request; re-run the tool to see one again.",
+    )
+    return StageResult(out, records, [notice])
