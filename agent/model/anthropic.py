@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 from collections.abc import AsyncIterator
 from typing import Any
@@ -87,6 +86,7 @@ class _Accumulator:
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.started = False
+        self.finished = False
 
     def start_block(self, index: int, block: Any) -> None:
         data = block.model_dump(mode="json", exclude_none=True)
@@ -235,6 +235,8 @@ class AnthropicModel:
                     elif kind == "message_delta":
                         acc.stop_reason = event.delta.stop_reason
                         acc.usage.update(_usage(event.usage))
+                    elif kind == "message_stop":
+                        acc.finished = True
         except (httpx2.HTTPError, anthropic.APIConnectionError) as exc:
             if acc.started:
                 # Half a message (maybe half a tool call) is not executed; the turn ends clearly.
@@ -245,6 +247,12 @@ class AnthropicModel:
             raise anthropic.APIConnectionError(request=getattr(exc, "request", None)) from exc  # type: ignore[arg-type]
         if not acc.started:
             raise _StreamDropped("The model stream ended before any message arrived.")
+        if not acc.finished:
+            # The body ended cleanly but the reply did not (no message_stop): a proxy or server gave up.
+            raise _StreamDropped(
+                "The connection to the model dropped mid-response (the stream ended before message_stop); "
+                "nothing from the partial reply was run. Try again."
+            )
         message = acc.message()
         yield ModelResponse(message, acc.stop_reason, dict(acc.usage))
 
