@@ -195,6 +195,16 @@ async def compact_conversation(
     return result
 
 
+def _nothing_older_than_tail(messages: list[Message], keep: int) -> bool:
+    start = align_tail_start(messages, len(messages) - max(0, keep))
+    if start == 0:
+        return True
+    head = messages[:start]
+    return len(head) <= 2 and is_user_text_message(head[0]) and (
+        head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT  # type: ignore[typeddict-item]
+    )
+
+
 def format_compact_feedback(result: AutocompactResult) -> str:
     return f"ctx ~{result.before_percent}% -> ctx ~{result.after_percent}%"
 
@@ -210,6 +220,8 @@ async def autocompact(messages: list[Message], ctx: AutocompactContext) -> Autoc
     percent = used * 100 / max(1, opts.context_window_tokens)
     if percent < opts.autocompact_percent or len(messages) <= 2:
         return None
+    if _nothing_older_than_tail(messages, ctx.keep_recent):
+        return None  # already summarised; what is left is the recent tail (retain handles the rest)
     try:
         result = await compact_conversation(messages, ctx)
     except Exception as exc:  # the model call or an empty summary: count it, keep the history

@@ -125,7 +125,7 @@ def microcompact_messages(
         freed += size - len(text)
 
     trace("compact.micro", replaced=len(new))
-    trace("compact.run", stage="micro", estimated=estimated, overThreshold=True, strategy="micro")
+    trace("compact.run stage=micro", estimated=estimated, overThreshold=True, strategy="micro")
     if not new:
         return StageResult(current)
     out = _replace(current, new)

@@ -76,8 +76,7 @@ def apply_retain_tail_if_needed(messages: list[Message], opts: CompactOptions) -
     kept_head = messages[:head]
     out = [*kept_head, omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
     trace(
-        "compact.run",
-        stage="retain",
+        "compact.run stage=retain",
         droppedMessages=dropped,
         estimated=estimated,
         overThreshold=True,

@@ -1,0 +1,170 @@
+"""The outbound pipeline in order (budget -> micro -> retain): react-agent-mini's compact.test.ts
+pipeline, threshold, disable and TRACE cases ported, plus resume and the loop wiring."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.deps import QueryDeps
+from agent.engine import EngineConfig, QueryEngine
+from agent.events import NoticeEvent
+from agent.messages import (
+    assistant_message,
+    text_block,
+    to_api,
+    tool_result_block,
+    tool_use_block,
+    user_message,
+)
+from agent.model.scripted import ScriptedModel, reply, tool_call
+from services.compact.micro import MICROCOMPACT_NOTE
+from services.compact.options import CompactOptions
+from services.compact.pipeline import compact_messages, run_outbound_pipeline, visible_result_ids
+from services.compact.state import ContentReplacementState
+from services.compact.types import PipelineEnv
+from tools.base import Tool, ToolContext, ToolOutput
+
+
+def rounds(n: int, body: int = 800) -> list:
+    msgs = []
+    for i in range(n):
+        tid = f"toolu_{i:04d}"
+        msgs.append(user_message(f"step {i}"))
+        msgs.append(assistant_message([tool_use_block(tid, "Read", {"file_path": f"f{i}.txt"})]))
+        msgs.append(user_message([tool_result_block(tid, f"BODY{i}:" + "x" * body)]))
+        msgs.append(assistant_message([text_block(f"done {i}")]))
+    return msgs
+
+
+def results(msgs: list) -> list[str]:
+    return [b["content"] for m in msgs if m["role"] == "user" for b in m["content"] if b["type"] == "tool_result"]
+
+
+def test_micro_then_retain_outbound_only():
+    msgs = rounds(6)
+    out = compact_messages(msgs, CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100, max_messages=8))
+    assert len(out) <= 8 and len(out) < len(msgs)
+    assert all(r.startswith("BODY") for r in results(msgs))
+
+
+def test_micro_enough_skips_retain(monkeypatch, capsys):
+    monkeypatch.setenv("TRACE", "1")
+    msgs = rounds(6)
+    out = compact_messages(
+        msgs, CompactOptions(threshold=2000, micro_keep_recent=1, micro_min_chars=100, max_messages=8)
+    )
+    assert len(out) == len(msgs)
+    assert MICROCOMPACT_NOTE in results(out)[0]
+    err = capsys.readouterr().err
+    assert "compact.micro replaced=" in err and "strategy=micro" in err
+    assert "stage=retain" not in err
+
+
+def test_threshold_high_same_reference():
+    msgs = rounds(10, body=10)
+    assert compact_messages(msgs, CompactOptions(threshold=1_000_000, max_messages=12)) is msgs
+
+
+def test_env_threshold(monkeypatch):
+    monkeypatch.setenv("COMPACT_THRESHOLD_CHARS", "50")
+    monkeypatch.setenv("COMPACT_MAX_MESSAGES", "12")
+    out = compact_messages(rounds(10, body=10), CompactOptions.from_env())
+    assert len(out) <= 12
+
+
+def test_disabled_same_reference(monkeypatch):
+    msgs = rounds(6)
+    assert compact_messages(msgs, CompactOptions(enabled=False, threshold=1, max_messages=2)) is msgs
+    monkeypatch.setenv("COMPACT", "0")
+    o = CompactOptions.from_env()
+    assert not o.enabled and not o.autocompact
+    assert compact_messages(msgs, o) is msgs
+
+
+def test_no_compaction_no_trace(monkeypatch, capsys):
+    monkeypatch.setenv("TRACE", "1")
+    compact_messages(rounds(2, body=10), CompactOptions())
+    assert "compact.run" not in capsys.readouterr().err
+
+
+def test_visible_ids_follow_identity():
+    msgs = rounds(6)
+    state = ContentReplacementState()
+    res = run_outbound_pipeline(
+        msgs, state, CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100, max_messages=100),
+        PipelineEnv(),
+    )
+    visible = visible_result_ids(msgs, res.messages)
+    assert visible == {"toolu_0004", "toolu_0005"}
+
+
+def test_notices_and_records_collected():
+    res = run_outbound_pipeline(
+        rounds(12), ContentReplacementState(),
+        CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100, max_messages=8), PipelineEnv(),
+    )
+    kinds = [k for k, _ in res.notices]
+    assert "cleared" in kinds and "omitted" in kinds
+    assert res.records and all(r["stage"] == "micro" for r in res.records)
+
+
+def test_resume_reproduces_outbound_bytes():
+    o = CompactOptions(threshold=6000, micro_keep_recent=2, micro_min_chars=100, max_messages=1000)
+    state = ContentReplacementState()
+    history: list = []
+    records: list = []
+    last = ""
+    for i in range(30):
+        history.extend(rounds(1, body=900)[:3])
+        for m in history[-3:]:
+            for b in m["content"]:
+                if b["type"] == "tool_use":
+                    b["id"] = f"id{i}"
+                elif b["type"] == "tool_result":
+                    b["tool_use_id"] = f"id{i}"
+        res = run_outbound_pipeline(history, state, o, PipelineEnv())
+        records.extend(res.records)
+        last = json.dumps(to_api(res.messages))
+    resumed = ContentReplacementState.from_records(json.loads(json.dumps(records)))
+    again = run_outbound_pipeline(json.loads(json.dumps(history)), resumed, o, PipelineEnv())
+    assert json.dumps(to_api(again.messages)) == last
+    assert again.records == []
+
+
+class Big(Tool):
+    name = "Read"
+    description = "Returns a big body."
+    input_schema = {"type": "object", "properties": {"file_path": {"type": "string"}}}
+
+    def is_read_only(self, input):
+        return True
+
+    async def call(self, input, ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(f"FILE {input['file_path']}\n" + "z" * 3000)
+
+
+async def test_loop_runs_stages_and_records_go_to_transcript(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    steps = [reply(tool_call("Read", {"file_path": f"f{i}.py"})) for i in range(12)] + [reply("done")]
+    model = ScriptedModel(steps)
+    compact = CompactOptions(threshold=10_000, micro_keep_recent=2, autocompact=False)
+    engine = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [Big()], QueryDeps(model))
+    notices = []
+    async for ev in engine.run_turn("read them all"):
+        if isinstance(ev, NoticeEvent):
+            notices.append(ev.kind)
+    engine.close()
+    assert "cleared" in notices
+    assert engine.replacement_state.cleared
+    # The model's last request had old results cleared, the history did not.
+    last = model.requests[-1].messages
+    assert any(MICROCOMPACT_NOTE in r for r in results(last))
+    assert not any(MICROCOMPACT_NOTE in r for r in results(engine.messages))
+    lines = [json.loads(x) for x in engine.paths.transcript.read_text().splitlines()]
+    micro = [x for x in lines if x.get("type") == "decision" and x.get("stage") == "micro"]
+    assert {x["id"] for x in micro} == set(engine.replacement_state.cleared)
+    # Requests between clearing batches extend the previous one (cache-stable prefix).
+    reqs = [json.dumps(r.messages) for r in model.requests]
+    stable = sum(1 for a, b in zip(reqs, reqs[1:], strict=False) if b.startswith(a[:-1]))
+    assert stable >= len(reqs) - 1 - len({x["id"] for x in micro})
