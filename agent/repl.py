@@ -1,10 +1,409 @@
-"""The interactive REPL. A placeholder until the REPL issue lands: it says so and exits."""
+"""The interactive REPL: prompt-toolkit input, rich rendering, slash commands, interrupts, permission questions.
+
+Input: a `PromptSession` with per-project history in the agent home, Enter submits, Alt-Enter / Esc-Enter
+inserts a newline, a bracketed paste stays one message, Tab completes `/commands` and `@paths`, and a
+bottom toolbar shows model, permission mode, `ctx ~N%` and cost.
+
+A turn runs as an asyncio task while prompt-toolkit is not reading. During it, SIGINT (Ctrl-C) aborts
+the turn through `engine.abort()` (a second press while it still runs cancels the task), and on a real
+terminal a lone Esc does the same. At the prompt, Ctrl-C clears a non-empty line; on an empty one the
+first press says `Press Ctrl-C again to exit` and a second within 1 s exits 130. Ctrl-D exits 0.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
 import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings
+from rich.console import Console
+from rich.text import Text
+
+from agent.app import AppOptions, ResumeError, build_engine, load_resume_target
+from agent.commands import CommandContext, CommandRouter, context_percent, default_router
+from agent.config import project_dir
+from agent.render import Renderer, make_console
+from tools.permissions import Answer, PermissionRequest
+
+EXIT_OK, EXIT_INTERRUPTED = 0, 130
+DOUBLE_PRESS_WINDOW = 1.0  # seconds: a second Ctrl-C at an empty prompt within this exits
+PROMPT = "> "
+MAX_PATH_COMPLETIONS = 200
 
 
-def run_repl(opts, continue_: bool = False, resume: str | None = None) -> int:
-    sys.stderr.write("The interactive REPL is not available yet; run a task with: agent \"your task\"\n")
-    return 2
+def history_path(cwd: Path) -> Path:
+    return project_dir(cwd) / "prompt_history"
+
+
+class ReplCompleter(Completer):
+    """`/name` at the start of the line completes commands; a word starting with `@` completes paths."""
+
+    def __init__(self, router: CommandRouter, cwd: Path):
+        self.router = router
+        self.cwd = cwd
+
+    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
+        before = document.text_before_cursor
+        if before.startswith("/") and " " not in before and "\n" not in before:
+            typed = before[1:].lower()
+            for name in self.router.names():
+                if name.lower().startswith(typed):
+                    cmd = self.router.get(name)
+                    yield Completion("/" + name, start_position=-len(before), display_meta=cmd.help if cmd else "")
+            return
+        word = document.get_word_before_cursor(WORD=True)
+        if word.startswith("@"):
+            yield from self._paths(word[1:])
+
+    def _paths(self, fragment: str) -> Iterable[Completion]:
+        head, _, prefix = fragment.rpartition("/")
+        base = Path(head).expanduser() if head else Path(".")
+        directory = base if base.is_absolute() else self.cwd / base
+        try:
+            entries = sorted(directory.iterdir(), key=lambda p: p.name)
+        except OSError:
+            return
+        count = 0
+        for entry in entries:
+            name = entry.name
+            if not name.startswith(prefix) or (name.startswith(".") and not prefix.startswith(".")):
+                continue
+            suffix = "/" if entry.is_dir() else ""
+            yield Completion(name + suffix, start_position=-len(prefix), display=name + suffix)
+            count += 1
+            if count >= MAX_PATH_COMPLETIONS:
+                return
+
+
+def _key_bindings() -> KeyBindings:
+    kb = KeyBindings()
+
+    @kb.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @kb.add("c-c")
+    def _ctrl_c(event: Any) -> None:
+        buf = event.current_buffer
+        if buf.text:
+            buf.reset()
+        else:
+            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
+
+    return kb
+
+
+def _answer_bindings() -> KeyBindings:
+    kb = KeyBindings()
+    for key, value in (("y", "y"), ("Y", "y"), ("a", "a"), ("A", "a"), ("n", "n"), ("N", "n")):
+
+        def _make(v: str) -> Callable[[Any], None]:
+            def handler(event: Any) -> None:
+                event.app.exit(result=v)
+
+            return handler
+
+        kb.add(key)(_make(value))
+
+    @kb.add("escape", eager=True)
+    @kb.add("c-c")
+    def _deny(event: Any) -> None:
+        event.app.exit(result="n")
+
+    @kb.add("c-d")
+    def _eof(event: Any) -> None:
+        event.app.exit(result="n")
+
+    return kb
+
+
+class Repl:
+    def __init__(
+        self,
+        opts: AppOptions,
+        deps: Any = None,
+        *,
+        input: Any = None,
+        output: Any = None,
+        console: Console | None = None,
+        history: History | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        router: CommandRouter | None = None,
+        raw_stdin: bool | None = None,
+    ):
+        self.opts = opts
+        self.cwd = opts.cwd
+        self.console = console or make_console()
+        self.clock = clock
+        self.router = router or default_router()
+        self.engine = build_engine(opts, deps=deps, ask=self.ask)
+        self.renderer = Renderer(self.console, {t.name: t for t in self.engine.tools}, self.cwd)
+        self._pt_input = input
+        self._pt_output = output
+        if history is None:
+            path = history_path(self.cwd)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                history = FileHistory(str(path))
+            except OSError:
+                history = InMemoryHistory()
+        self.session: PromptSession = PromptSession(
+            input=input,
+            output=output,
+            history=history,
+            completer=ReplCompleter(self.router, self.cwd),
+            complete_while_typing=False,
+            key_bindings=_key_bindings(),
+            bottom_toolbar=self.toolbar,
+            prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
+            enable_history_search=False,
+        )
+        self._question_session: PromptSession = PromptSession(input=input, output=output)
+        self._last_idle_interrupt: float | None = None
+        self._turn_task: asyncio.Task | None = None
+        self._aborting = False
+        self._ask_lock = asyncio.Lock()
+        # Esc-to-interrupt needs the real terminal (cbreak mode + a reader on stdin).
+        if raw_stdin is None:
+            raw_stdin = input is None and sys.stdin.isatty() and os.name == "posix"
+        self._raw_stdin = raw_stdin
+        self._saved_tty: Any = None
+        self._sigint_installed = False
+        self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
+        self.ctx.extras["repl"] = self
+
+    # -- the prompt --------------------------------------------------------------------------
+    def toolbar(self) -> str:
+        e = self.engine
+        cost = e.usage.cost(e.config.model)
+        return f" {e.config.model} · {e.gate.mode} · ctx ~{context_percent(e)}% · ${cost:.2f} · /help"
+
+    def say(self, text: str, style: str = "") -> None:
+        self.console.print(Text(text, style=style))
+
+    async def _question(self, message: str, key_bindings: KeyBindings | None = None) -> str:
+        return await self._question_session.prompt_async(message, key_bindings=key_bindings)
+
+    async def pick(self, title: str, options: list[tuple[str, str]]) -> str | None:
+        self.say(title, "bold")
+        for i, (value, label) in enumerate(options, 1):
+            self.say(f"{i:>2}. {value}  {label}")
+        try:
+            answer = (await self._question("Number (Enter to cancel): ")).strip()
+        except (KeyboardInterrupt, EOFError):
+            return None
+        if not answer:
+            return None
+        if answer.isdigit() and 1 <= int(answer) <= len(options):
+            return options[int(answer) - 1][0]
+        for value, _ in options:
+            if value == answer:
+                return value
+        self.say(f"No session {answer!r}.", "yellow")
+        return None
+
+    # -- permission questions ------------------------------------------------------------------
+    async def ask(self, request: PermissionRequest) -> Answer:
+        async with self._ask_lock:
+            self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
+            self._stop_esc_reader()
+            try:
+                answer = await self._question(
+                    "Allow? [y] once · [a] always (this session) · [n] deny: ", key_bindings=_answer_bindings()
+                )
+            except (KeyboardInterrupt, EOFError):
+                answer = "n"
+            finally:
+                # prompt-toolkit took SIGINT over while it was reading; take it back for the turn.
+                if self._turn_task is not None and not self._turn_task.done():
+                    self._install_sigint()
+                    self._start_esc_reader()
+            answer = (answer or "").strip().lower()
+            if answer in ("y", "yes"):
+                self.say("Allowed once.", "dim")
+                self.renderer.resume_live()
+                return "once"
+            if answer in ("a", "always"):
+                self.say(f"Allowed {request.tool.name} for this session.", "dim")
+                self.renderer.resume_live()
+                return "always"
+            self.say("Denied.", "yellow")
+            return "deny"
+
+    # -- interrupts ----------------------------------------------------------------------------
+    def interrupt(self) -> None:
+        """Ctrl-C while a turn runs: abort it; a second press while it still runs cancels it."""
+        task = self._turn_task
+        if task is None or task.done():
+            return
+        if not self._aborting:
+            self._aborting = True
+            if self.engine.abort():
+                return
+        task.cancel()
+
+    def _esc(self) -> None:
+        task = self._turn_task
+        if task is not None and not task.done() and not self._aborting:
+            self._aborting = True
+            if not self.engine.abort():
+                task.cancel()
+
+    def _install_sigint(self) -> None:
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.interrupt)
+            self._sigint_installed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            self._sigint_installed = False
+
+    def _remove_sigint(self) -> None:
+        if self._sigint_installed:
+            try:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+            self._sigint_installed = False
+
+    def _start_esc_reader(self) -> None:
+        if not self._raw_stdin or self._saved_tty is not None:
+            return
+        try:
+            import termios
+            import tty
+
+            fd = sys.stdin.fileno()
+            self._saved_tty = termios.tcgetattr(fd)
+            tty.setcbreak(fd, termios.TCSANOW)  # keys arrive at once; Ctrl-C still raises SIGINT
+            asyncio.get_running_loop().add_reader(fd, self._on_stdin, fd)
+        except Exception:
+            self._saved_tty = None
+
+    def _on_stdin(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 1024)
+        except OSError:
+            return
+        if data == b"\x1b":  # a lone Esc, not an arrow key's escape sequence
+            self._esc()
+
+    def _stop_esc_reader(self) -> None:
+        if self._saved_tty is None:
+            return
+        try:
+            import termios
+
+            fd = sys.stdin.fileno()
+            asyncio.get_running_loop().remove_reader(fd)
+            termios.tcsetattr(fd, termios.TCSANOW, self._saved_tty)
+        except Exception:
+            pass
+        self._saved_tty = None
+
+    # -- turns ---------------------------------------------------------------------------------
+    async def run_turn(self, text: str, inject: list | None = None) -> None:
+        async def consume() -> None:
+            async for ev in self.engine.run_turn(text, inject_before=inject or None):
+                self.renderer.event(ev)
+
+        self._aborting = False
+        task = asyncio.ensure_future(consume())
+        self._turn_task = task
+        self._install_sigint()
+        self._start_esc_reader()
+        try:
+            await asyncio.wait({task})
+        finally:
+            self._stop_esc_reader()
+            self._remove_sigint()
+            self._turn_task = None
+            self.renderer.close()
+        if task.cancelled():
+            self.say("Interrupted", "yellow")
+        elif task.exception() is not None:
+            exc = task.exception()
+            self.say(f"Error: {type(exc).__name__}: {exc}", "bold red")
+
+    # -- the loop ------------------------------------------------------------------------------
+    def banner(self) -> None:
+        e = self.engine
+        head = Text("react-agent", style="bold")
+        head.append(f"  {e.config.model} · {e.gate.mode} · {self.cwd}", style="dim")
+        self.console.print(head)
+        self.say("/help for commands · Alt-Enter for a new line · Ctrl-C interrupts · Ctrl-D exits", "dim")
+
+    def start(self, continue_: bool = False, resume: str | None = None) -> int | None:
+        """Resume the requested session, if any. Returns an exit code when the REPL cannot start."""
+        try:
+            loaded = load_resume_target(self.cwd, continue_, resume)
+        except ResumeError as exc:
+            self.say(f"error: {exc}", "bold red")
+            return 1
+        self.banner()
+        if loaded is not None:
+            for warning in loaded.warnings:
+                self.say(f"warning: {warning}", "yellow")
+            self.engine.resume(loaded)
+            self.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).", "dim")
+        return None
+
+    async def handle_line(self, line: str) -> int | None:
+        """One submitted line: a slash command or a message to the model. Returns an exit code to stop."""
+        text = line.strip()
+        if not text:
+            return None
+        if self.router.is_command(text):
+            result = await self.router.dispatch(text, self.ctx)
+            if result.exit:
+                return result.exit_code
+            if result.run_turn is not None:
+                turn_text, inject = result.run_turn
+                await self.run_turn(turn_text, inject)
+            return None
+        await self.run_turn(text)
+        return None
+
+    async def run(self, continue_: bool = False, resume: str | None = None) -> int:
+        code = self.start(continue_, resume)
+        if code is not None:
+            self.engine.close()
+            return code
+        try:
+            while True:
+                try:
+                    line = await self.session.prompt_async(PROMPT)
+                except KeyboardInterrupt:
+                    now = self.clock()
+                    last = self._last_idle_interrupt
+                    if last is not None and now - last <= DOUBLE_PRESS_WINDOW:
+                        return EXIT_INTERRUPTED
+                    self._last_idle_interrupt = now
+                    self.say("Press Ctrl-C again to exit", "dim")
+                    continue
+                except EOFError:
+                    return EXIT_OK
+                self._last_idle_interrupt = None
+                code = await self.handle_line(line)
+                if code is not None:
+                    return code
+        finally:
+            self.renderer.close()
+            self.engine.close()
+
+
+def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None) -> int:
+    repl = Repl(opts)
+    try:
+        return asyncio.run(repl.run(continue_=continue_, resume=resume))
+    except KeyboardInterrupt:  # a SIGINT that landed between the prompt and a turn
+        sys.stderr.write("Interrupted\n")
+        return EXIT_INTERRUPTED

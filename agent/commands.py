@@ -1,0 +1,457 @@
+"""The slash-command router, shared by every front end (react-agent-mini's bug B3: one router, not two).
+
+`CommandRouter.register(name, handler, help, aliases)` adds a command; later features register
+`/<skill-id>`, `/<server>:<prompt>` and `/mcp` the same way. A handler is `handler(ctx, args)`, sync
+or async, and returns a `CommandResult` (or None for "done, nothing else to do"). A line that starts
+with `/` and names no command is reported as unknown and never sent to the model.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from agent.messages import Message
+
+Handler = Callable[["CommandContext", str], "CommandResult | None | Awaitable[CommandResult | None]"]
+Picker = Callable[[str, list[tuple[str, str]]], Awaitable[str | None]]
+
+
+@dataclass
+class CommandResult:
+    exit: bool = False
+    exit_code: int = 0
+    # Run a turn after the command: (user text, messages to inject before it).
+    run_turn: tuple[str, list[Message]] | None = None
+
+
+@dataclass
+class CommandContext:
+    engine: Any  # agent.engine.QueryEngine
+    console: Console
+    cwd: Path
+    router: CommandRouter
+    opts: Any = None  # agent.app.AppOptions, when the front end has one
+    # Asks the user to pick one of [(value, label)]; None when the front end cannot ask.
+    pick: Picker | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def say(self, text: str | Text, style: str = "") -> None:
+        self.console.print(text if isinstance(text, Text) else Text(text, style=style))
+
+
+@dataclass
+class Command:
+    name: str
+    handler: Handler
+    help: str
+    aliases: tuple[str, ...] = ()
+    hidden: bool = False
+
+
+class CommandRouter:
+    def __init__(self) -> None:
+        self._commands: dict[str, Command] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(
+        self, name: str, handler: Handler, help: str = "", aliases: tuple[str, ...] | list[str] = (), hidden: bool = False
+    ) -> None:
+        name = name.lstrip("/")
+        cmd = Command(name, handler, help, tuple(a.lstrip("/") for a in aliases), hidden)
+        self._commands[name] = cmd
+        for alias in cmd.aliases:
+            self._aliases[alias] = name
+
+    def unregister(self, name: str) -> None:
+        cmd = self._commands.pop(name.lstrip("/"), None)
+        if cmd is not None:
+            for alias in cmd.aliases:
+                self._aliases.pop(alias, None)
+
+    def get(self, name: str) -> Command | None:
+        name = name.lstrip("/")
+        return self._commands.get(name) or self._commands.get(self._aliases.get(name, ""))
+
+    def commands(self) -> list[Command]:
+        return [c for c in self._commands.values() if not c.hidden]
+
+    def names(self) -> list[str]:
+        """Every name and alias, for completion."""
+        return sorted([*self._commands, *self._aliases])
+
+    @staticmethod
+    def is_command(line: str) -> bool:
+        stripped = line.lstrip()
+        return stripped.startswith("/") and len(stripped) > 1 and not stripped.startswith("//")
+
+    @staticmethod
+    def split(line: str) -> tuple[str, str]:
+        stripped = line.strip()[1:]
+        name, _, args = stripped.partition(" ")
+        if "\n" in name:
+            name, _, rest = name.partition("\n")
+            args = rest + (" " + args if args else "")
+        return name, args.strip()
+
+    async def dispatch(self, line: str, ctx: CommandContext) -> CommandResult:
+        name, args = self.split(line)
+        cmd = self.get(name)
+        if cmd is None:
+            if ":" in name:
+                ctx.say(f"Unknown command: /{name} (no MCP prompt by that name). Type /help for the list.", "yellow")
+            else:
+                ctx.say(f"Unknown command: /{name}. Type /help for the list.", "yellow")
+            return CommandResult()
+        result = cmd.handler(ctx, args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result or CommandResult()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def context_window(engine: Any) -> int:
+    return int(getattr(engine.config.compact, "context_window_tokens", 200_000) or 200_000)
+
+
+def context_tokens(engine: Any) -> tuple[int, bool]:
+    """Tokens in the context now: from the last response's usage when known, else an estimate."""
+    usage = engine.last_usage or {}
+    if usage and engine.messages:
+        used = sum(
+            int(usage.get(k, 0) or 0)
+            for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        )
+        if used:
+            return used, True
+    from services.tokens import estimate_tokens
+
+    return estimate_tokens(engine.messages) + len(engine.config.system_prompt) // 4, False
+
+
+def context_percent(engine: Any) -> int:
+    used, _ = context_tokens(engine)
+    return round(used * 100 / max(1, context_window(engine)))
+
+
+def _fmt_tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+# -- built-ins ---------------------------------------------------------------------------------
+def cmd_help(ctx: CommandContext, args: str) -> None:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for cmd in ctx.router.commands():
+        names = "/" + cmd.name + "".join(f", /{a}" for a in cmd.aliases)
+        table.add_row(names, cmd.help)
+    ctx.console.print(Text("Commands:", style="bold"))
+    ctx.console.print(table)
+    ctx.console.print(
+        Text(
+            "Keys: Enter sends · Alt-Enter / Esc-Enter new line · Tab completes /commands and @files · "
+            "Up/Down history · Ctrl-R search · Ctrl-C interrupts (twice at an empty prompt exits) · Ctrl-D exits",
+            style="dim",
+        )
+    )
+
+
+def cmd_clear(ctx: CommandContext, args: str) -> None:
+    ctx.engine.clear()
+    ctx.say(f"Started a new conversation (session {ctx.engine.session_id}).", "dim")
+
+
+def _autocompact_context(engine: Any, module: Any) -> Any:
+    return module.AutocompactContext(
+        engine.config.system_prompt,
+        engine.config.model,
+        engine.deps.call_model,
+        engine.config.compact,
+        engine.autocompact_state,
+    )
+
+
+async def cmd_compact(ctx: CommandContext, args: str) -> None:
+    engine = ctx.engine
+    instructions = args or None
+    if hasattr(engine, "compact_now"):
+        runner = engine.compact_now
+        try:
+            result = runner(instructions)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            ctx.say(f"Compaction failed: {exc}", "red")
+            return
+        _compact_feedback(ctx, result)
+        return
+    try:
+        from services.compact import autocompact as module
+    except ImportError:
+        module = None
+    if module is None or not hasattr(module, "compact_now"):
+        ctx.say("Compaction is not available in this build.", "yellow")
+        return
+    before = context_percent(engine)
+    try:
+        result = await module.compact_now(list(engine.messages), _autocompact_context(engine, module), instructions)
+    except Exception as exc:
+        ctx.say(f"Compaction failed: {exc}", "red")
+        return
+    for rec in getattr(result, "records", []) or []:
+        engine.record(rec)
+    engine.replace_history(list(result.messages))
+    engine.state.read_state.clear()  # the summarised reads are gone (react-agent-mini's bug B6)
+    engine.last_usage = {}
+    after = context_percent(engine)
+    for _kind, text in getattr(result, "notices", []) or []:
+        ctx.say(f"· {text}", "dim")
+    ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
+
+
+def _compact_feedback(ctx: CommandContext, result: Any) -> None:
+    for _kind, text in getattr(result, "notices", []) or []:
+        ctx.say(f"· {text}", "dim")
+    ctx.say(f"Compacted the conversation (ctx ~{context_percent(ctx.engine)}%).")
+
+
+def cmd_context(ctx: CommandContext, args: str) -> None:
+    engine = ctx.engine
+    try:
+        from services.compact import context_usage as cu  # type: ignore[attr-defined]
+    except ImportError:
+        cu = None
+    if cu is not None and hasattr(cu, "context_usage") and hasattr(cu, "format_report"):
+        try:
+            usage = cu.context_usage(
+                engine.config.system_prompt,
+                [t.to_api() for t in engine.tools],
+                engine.messages,
+                engine.replacement_state,
+                context_window(engine),
+                engine.last_usage or None,
+            )
+        except Exception as exc:  # fall back to the basic breakdown below
+            ctx.say(f"(context report failed: {exc})", "dim")
+        else:
+            ctx.say(cu.format_report(usage))
+            return
+    from services.tokens import estimate_tokens
+
+    window = context_window(engine)
+    system = len(engine.config.system_prompt) // 4
+    import json
+
+    tools = len(json.dumps([t.to_api() for t in engine.tools])) // 4
+    messages = estimate_tokens(engine.messages)
+    results = estimate_tokens(
+        [
+            {"role": "user", "content": [b for b in m["content"] if b.get("type") == "tool_result"]}
+            for m in engine.messages
+            if m.get("role") == "user"
+        ]
+    )
+    used, measured = context_tokens(engine)
+    table = Table(title=None, show_header=True, header_style="bold", box=None, padding=(0, 2))
+    table.add_column("part")
+    table.add_column("tokens", justify="right")
+    table.add_column("share", justify="right")
+    total_est = system + tools + messages
+    for part, n in (
+        ("system prompt", system),
+        ("tool definitions", tools),
+        ("messages", messages - results),
+        ("tool results", results),
+    ):
+        table.add_row(part, f"~{_fmt_tokens(n)}", f"{n * 100 / max(1, window):.1f}%")
+    table.add_row("free", f"~{_fmt_tokens(max(0, window - total_est))}", "")
+    ctx.console.print(Text(f"Context: {len(engine.messages)} messages, window {_fmt_tokens(window)} tokens", style="bold"))
+    ctx.console.print(table)
+    source = "last response's usage" if measured else "estimate"
+    ctx.say(f"ctx ~{round(used * 100 / max(1, window))}% ({_fmt_tokens(used)} tokens, {source})")
+
+
+def cmd_cost(ctx: CommandContext, args: str) -> None:
+    u = ctx.engine.usage
+    model = ctx.engine.config.model
+    ctx.say(f"Requests: {u.requests}")
+    ctx.say(f"Tokens in: {u.input_tokens}  out: {u.output_tokens}")
+    ctx.say(f"Cache read: {u.cache_read_input_tokens}  cache write: {u.cache_creation_input_tokens}")
+    ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({model})")
+
+
+def cmd_model(ctx: CommandContext, args: str) -> None:
+    engine = ctx.engine
+    if not args:
+        ctx.say(f"Model: {engine.config.model}")
+        return
+    engine.config.model = args.split()[0]
+    if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
+        ctx.opts.settings.model = engine.config.model
+    ctx.say(f"Model set to {engine.config.model}.")
+
+
+def cmd_permissions(ctx: CommandContext, args: str) -> None:
+    from tools.permissions import MODES
+
+    gate = ctx.engine.gate
+    if args:
+        mode = args.split()[0]
+        if mode not in MODES:
+            ctx.say(f"Unknown mode {mode!r}; choose one of: {', '.join(MODES)}.", "yellow")
+            return
+        gate.mode = mode
+        ctx.say(f"Permission mode: {mode}.")
+        return
+    ctx.say(f"Permission mode: {gate.mode}  (switch with /permissions <{'|'.join(MODES)}>)")
+    opts = ctx.opts
+    allowed = list(getattr(opts, "allowed_tools", []) or [])
+    denied = list(getattr(opts, "disallowed_tools", []) or [])
+    for rule in allowed:
+        ctx.say(f"  allow  {rule}")
+    for rule in denied:
+        ctx.say(f"  deny   {rule}")
+    for name, target in getattr(gate, "session_rules", []):
+        ctx.say(f"  allow  {name}({target})  (this session)" if target else f"  allow  {name}  (this session)")
+    if not (allowed or denied or getattr(gate, "session_rules", [])):
+        ctx.say("  no rules", "dim")
+
+
+def cmd_status(ctx: CommandContext, args: str) -> None:
+    engine = ctx.engine
+    ctx.say(f"Session: {engine.session_id}")
+    ctx.say(f"Transcript: {engine.paths.transcript}")
+    ctx.say(f"Working directory: {ctx.cwd}")
+    ctx.say(f"Model: {engine.config.model}")
+    ctx.say(f"Permission mode: {engine.gate.mode}")
+    ctx.say(f"Messages: {len(engine.messages)}")
+    ctx.say(f"ctx ~{context_percent(engine)}%")
+
+
+MEMORY_FILES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", ".agents/memory/MEMORY.md")
+
+
+def cmd_memory(ctx: CommandContext, args: str) -> None:
+    found = False
+    for rel in MEMORY_FILES:
+        path = ctx.cwd / rel
+        if path.is_file():
+            found = True
+            try:
+                size = len(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                size = 0
+            ctx.say(f"Memory: {rel} ({size} chars)")
+    if not found:
+        ctx.say("Memory: no AGENTS.md, CLAUDE.md or .agents/memory/MEMORY.md in this project (try /init).", "dim")
+
+
+INIT_PROMPT = """Please analyse this codebase and write a {target} file at the project root for future coding agents.
+It should contain: the commands to build, lint and run the tests (including a single test); the high-level
+architecture that needs several files to understand; and the project's conventions. Be concise; do not list
+every file. If {target} already exists, improve it instead of starting over.{notes}"""
+
+
+def cmd_init(ctx: CommandContext, args: str) -> CommandResult:
+    target = "CLAUDE.md" if (ctx.cwd / "CLAUDE.md").is_file() else "AGENTS.md"
+    notes = f"\n\nAdditional notes from the user: {args}" if args else ""
+    ctx.say(f"Asking the model to write {target}…", "dim")
+    return CommandResult(run_turn=(INIT_PROMPT.format(target=target, notes=notes), []))
+
+
+def _session_label(path: Path) -> str:
+    import json
+
+    first = ""
+    count = 0
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("type") != "message":
+                    continue
+                count += 1
+                msg = rec.get("message") or {}
+                if not first and msg.get("role") == "user":
+                    for b in msg.get("content") or []:
+                        if isinstance(b, dict) and b.get("type") == "text" and not (msg.get("meta") or {}):
+                            first = b.get("text", "").strip().splitlines()[0] if b.get("text", "").strip() else ""
+                            break
+    except OSError:
+        pass
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(path.stat().st_mtime))
+    first = first if len(first) <= 60 else first[:59] + "…"
+    return f"{when}  {count:>3} msgs  {first or '(no prompt)'}"
+
+
+def resume_session(ctx: CommandContext, session_id: str) -> bool:
+    from agent.app import ResumeError, load_resume_target
+
+    try:
+        loaded = load_resume_target(ctx.cwd, False, session_id)
+    except ResumeError as exc:
+        ctx.say(f"Cannot resume: {exc}", "red")
+        return False
+    for warning in loaded.warnings:
+        ctx.say(f"warning: {warning}", "yellow")
+    ctx.engine.resume(loaded)
+    ctx.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).")
+    return True
+
+
+async def cmd_resume(ctx: CommandContext, args: str) -> None:
+    from agent.session import list_sessions
+
+    current = ctx.engine.session_id
+    sessions = [p for p in list_sessions(ctx.cwd) if p.stem != current]
+    if args:
+        choice = args.split()[0]
+        if choice.isdigit() and 1 <= int(choice) <= len(sessions):
+            choice = sessions[int(choice) - 1].stem
+        resume_session(ctx, choice)
+        return
+    if not sessions:
+        ctx.say("No other session in this project to resume.", "dim")
+        return
+    options = [(p.stem, _session_label(p)) for p in sessions[:20]]
+    if ctx.pick is None:
+        for i, (sid, label) in enumerate(options, 1):
+            ctx.say(f"{i:>2}. {sid}  {label}")
+        ctx.say("Resume one with /resume <number or id>.", "dim")
+        return
+    chosen = await ctx.pick("Resume which session?", options)
+    if chosen:
+        resume_session(ctx, chosen)
+
+
+def cmd_exit(ctx: CommandContext, args: str) -> CommandResult:
+    return CommandResult(exit=True, exit_code=0)
+
+
+def default_router() -> CommandRouter:
+    router = CommandRouter()
+    router.register("help", cmd_help, "show commands and keys", aliases=("?",))
+    router.register("clear", cmd_clear, "start a new, empty conversation", aliases=("new", "reset"))
+    router.register("compact", cmd_compact, "summarise the conversation now [instructions]")
+    router.register("context", cmd_context, "show what fills the context window")
+    router.register("cost", cmd_cost, "tokens and estimated cost of this session", aliases=("usage",))
+    router.register("model", cmd_model, "show or set the model [name]")
+    router.register("permissions", cmd_permissions, "show mode and rules; switch mode [mode]")
+    router.register("status", cmd_status, "session, model, mode and context usage")
+    router.register("memory", cmd_memory, "show the project memory files in use")
+    router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")
+    router.register("resume", cmd_resume, "resume an earlier session of this project [number|id]")
+    router.register("exit", cmd_exit, "leave the REPL", aliases=("quit",))
+    return router

@@ -1,0 +1,320 @@
+"""Rich rendering of the loop's events for the REPL.
+
+On a terminal, assistant text streams into a small `rich.live.Live` region rendered as Markdown; every
+finished paragraph (outside a code fence) is printed for good and leaves the live region, so a long
+reply never scrolls out of a live region (no flicker, no duplicated text). When stdout is not a
+terminal the deltas are written as plain text and nothing is printed twice. `NO_COLOR` is honoured
+by rich itself. Tool calls show a spinner while they run and one outcome line when they end; Edit
+and Write show a coloured unified diff. TRACE lines go to stderr elsewhere and never pass through here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.spinner import Spinner
+from rich.text import Text
+
+from agent.events import (
+    AssistantEvent,
+    NoticeEvent,
+    Terminal,
+    TextDeltaEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+
+MAX_DIFF_LINES = 80
+REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
+
+
+def make_console(file: Any = None, **kwargs: Any) -> Console:
+    """The REPL's console: highlighting off for plain prints, soft wrap off so Markdown wraps itself."""
+    return Console(file=file, highlight=False, **kwargs)
+
+
+# -- labels and diffs ----------------------------------------------------------------------------
+def tool_label(name: str, input: dict[str, Any], tools: dict[str, Any] | None = None) -> str:
+    tool = (tools or {}).get(name)
+    if tool is not None:
+        try:
+            return str(tool.describe(input))
+        except Exception:
+            pass
+    for key in ("file_path", "path", "pattern", "command", "url", "query", "description", "message"):
+        value = input.get(key)
+        if isinstance(value, str) and value:
+            short = value if len(value) <= 80 else value[:79] + "…"
+            return f"{name} {short}"
+    return name
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def diff_lines(name: str, input: dict[str, Any], cwd: Path | None = None) -> list[str] | None:
+    """A unified diff of what an Edit / Write call would change, or None for other tools."""
+    file_path = input.get("file_path") or input.get("path")
+    if not isinstance(file_path, str):
+        return None
+    path = Path(file_path).expanduser()
+    if not path.is_absolute() and cwd is not None:
+        path = cwd / path
+    if name == "Write" and isinstance(input.get("content"), str):
+        before = _read(path) if path.is_file() else ""
+        after = input["content"]
+        if before is None:
+            before = ""
+    elif name == "Edit" and isinstance(input.get("old_string"), str) and isinstance(input.get("new_string"), str):
+        old, new = input["old_string"], input["new_string"]
+        current = _read(path) if path.is_file() else None
+        if current is not None and old and old in current:
+            before = current
+            after = current.replace(old, new) if input.get("replace_all") else current.replace(old, new, 1)
+        else:
+            before, after = old, new
+    else:
+        return None
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), fromfile=f"a/{file_path}", tofile=f"b/{file_path}", lineterm=""
+        )
+    )
+    return lines
+
+
+def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
+    out = Text()
+    shown = lines[:limit]
+    for line in shown:
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = "dim"
+        out.append(line + "\n", style=style)
+    if len(lines) > limit:
+        out.append(f"… {len(lines) - limit} more diff lines\n", style="dim")
+    return out
+
+
+def _fingerprint(name: str, input: dict[str, Any]) -> str:
+    return name + json.dumps(input, sort_keys=True, default=str)
+
+
+def _stable_split(text: str) -> int:
+    """Index up to which `text` is made of finished Markdown blocks (a blank line outside a fence)."""
+    cut = 0
+    in_fence = False
+    pos = 0
+    lines = text.split("\n")
+    for i, line in enumerate(lines[:-1]):  # the last line is still being written
+        stripped = line.strip()
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            in_fence = not in_fence
+        pos += len(line) + 1
+        if not in_fence and stripped == "" and i > 0:
+            cut = pos
+    return cut
+
+
+# -- the renderer ----------------------------------------------------------------------------------
+class Renderer:
+    def __init__(
+        self,
+        console: Console,
+        tools: dict[str, Any] | None = None,
+        cwd: Path | None = None,
+        live: bool | None = None,
+    ):
+        self.console = console
+        self.tools = tools or {}
+        self.cwd = cwd
+        # Live regions only on a real terminal (not a pipe, not a dumb one).
+        self.live_enabled = console.is_terminal and not console.is_dumb_terminal if live is None else live
+        self._buffer = ""  # streamed text not yet printed for good
+        self._printed_plain = False
+        self._text_live: Live | None = None
+        self._last_refresh = 0.0
+        self._running: dict[str, str] = {}  # tool id -> label
+        self._tool_live: Live | None = None
+        self._pending_diffs: dict[str, list[str]] = {}
+        self.shown_diffs: set[str] = set()  # fingerprints whose diff was shown in a permission question
+
+    # -- text --------------------------------------------------------------------------------
+    def _markdown(self, text: str) -> Markdown:
+        return Markdown(text, code_theme="monokai")
+
+    def _text_delta(self, delta: str) -> None:
+        self._stop_tools_live()
+        if not self.live_enabled:
+            self.console.file.write(delta)
+            self.console.file.flush()
+            self._printed_plain = True
+            return
+        self._buffer += delta
+        cut = _stable_split(self._buffer)
+        if cut:
+            done, self._buffer = self._buffer[:cut], self._buffer[cut:]
+            if self._text_live is not None:
+                self._text_live.update(Text(""), refresh=True)
+            if done.strip():
+                self.console.print(self._markdown(done))
+        if self._text_live is None:
+            self._text_live = Live(
+                console=self.console, auto_refresh=False, transient=True, vertical_overflow="crop"
+            )
+            self._text_live.start()
+        now = time.monotonic()
+        if now - self._last_refresh >= REFRESH_INTERVAL or cut:
+            self._last_refresh = now
+            self._text_live.update(self._markdown(self._buffer), refresh=True)
+
+    def end_text(self) -> None:
+        """The streamed reply is complete: print what is left for good, once."""
+        if self._text_live is not None:
+            self._text_live.update(Text(""), refresh=True)
+            self._text_live.stop()
+            self._text_live = None
+        if self._buffer.strip():
+            self.console.print(self._markdown(self._buffer))
+        self._buffer = ""
+        if self._printed_plain:
+            self.console.file.write("\n")
+            self.console.file.flush()
+            self._printed_plain = False
+
+    # -- tools -------------------------------------------------------------------------------
+    def _tools_renderable(self) -> Group:
+        return Group(*(Spinner("dots", text=Text(label, style="bold")) for label in self._running.values()))
+
+    def _refresh_tools_live(self) -> None:
+        if not self.live_enabled:
+            return
+        if not self._running:
+            self._stop_tools_live()
+            return
+        if self._tool_live is None:
+            self._tool_live = Live(
+                self._tools_renderable(), console=self.console, refresh_per_second=10, transient=True
+            )
+            self._tool_live.start()
+        else:
+            self._tool_live.update(self._tools_renderable(), refresh=True)
+
+    def _stop_tools_live(self) -> None:
+        if self._tool_live is not None:
+            self._tool_live.stop()
+            self._tool_live = None
+
+    def pause(self) -> None:
+        """Stop every live region (before a permission question or any other input)."""
+        self.end_text()
+        self._stop_tools_live()
+
+    def resume_live(self) -> None:
+        self._refresh_tools_live()
+
+    def _tool_start(self, ev: ToolStartEvent) -> None:
+        self.end_text()
+        label = tool_label(ev.name, ev.input, self.tools)
+        self._running[ev.id] = label
+        lines = diff_lines(ev.name, ev.input, self.cwd)
+        if lines is not None:
+            self._pending_diffs[ev.id] = lines
+            self._pending_diffs[ev.id + "#fp"] = [_fingerprint(ev.name, ev.input)]
+        if not self.live_enabled:
+            self.console.print(Text(f"… {label}", style="dim"))
+        else:
+            self._refresh_tools_live()
+
+    def _tool_end(self, ev: ToolEndEvent) -> None:
+        label = self._running.pop(ev.id, None) or ev.name
+        diff = self._pending_diffs.pop(ev.id, None)
+        fp = (self._pending_diffs.pop(ev.id + "#fp", None) or [""])[0]
+        if ev.ok:
+            line = Text("● ", style="green")
+            line.append(label, style="bold")
+            if ev.summary:
+                line.append(f" ({ev.summary})", style="dim")
+            self.console.print(line)
+            if diff and fp not in self.shown_diffs:
+                self.console.print(diff_text(diff))
+        else:
+            first = (ev.error or ev.summary or "failed").strip().splitlines()
+            line = Text("✗ ", style="red")
+            line.append(label, style="bold red")
+            line.append(f": {first[0] if first else 'failed'}", style="red")
+            self.console.print(line)
+        self.shown_diffs.discard(fp)
+        self._refresh_tools_live()
+
+    # -- everything --------------------------------------------------------------------------
+    def notice(self, text: str, style: str = "dim") -> None:
+        self.pause()
+        self.console.print(Text(text, style=style))
+
+    def event(self, ev: Any) -> None:
+        if isinstance(ev, TextDeltaEvent):
+            self._text_delta(ev.text)
+        elif isinstance(ev, AssistantEvent):
+            self.end_text()
+        elif isinstance(ev, ToolStartEvent):
+            self._tool_start(ev)
+        elif isinstance(ev, ToolEndEvent):
+            self._tool_end(ev)
+        elif isinstance(ev, NoticeEvent):
+            self.end_text()
+            self.console.print(Text(f"· {ev.text}", style="dim"))
+        elif isinstance(ev, Terminal):
+            self.close()
+            self.terminal(ev)
+
+    def terminal(self, ev: Terminal) -> None:
+        if ev.reason == "aborted":
+            if ev.error:
+                self.console.print(Text(ev.error, style="yellow"))
+            else:
+                self.console.print(Text("Interrupted", style="yellow"))
+        elif ev.reason == "error":
+            first = (ev.error or "error").strip().splitlines()
+            self.console.print(Text(f"Error: {first[0] if first else 'error'}", style="bold red"))
+        elif ev.reason == "max_turns":
+            self.console.print(
+                Text(f"Stopped: reached the turn limit ({ev.turns} model calls).", style="yellow")
+            )
+
+    def close(self) -> None:
+        self.end_text()
+        self._running.clear()
+        self._stop_tools_live()
+
+    def permission_question(self, tool_name: str, label: str, input: dict[str, Any], reason: str = "") -> None:
+        """Print the question's body: the tool, its target and, for Edit/Write, the diff."""
+        self.pause()
+        head = Text("Permission: ", style="bold yellow")
+        head.append(tool_name, style="bold")
+        self.console.print(head)
+        self.console.print(Text(f"  {label}"))
+        if reason:
+            self.console.print(Text(f"  {reason}", style="dim"))
+        lines = diff_lines(tool_name, input, self.cwd)
+        if lines:
+            self.console.print(diff_text(lines))
+            self.shown_diffs.add(_fingerprint(tool_name, input))
