@@ -1,0 +1,218 @@
+"""The shared slash-command router and its built-in commands, without a REPL around them."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prompt_toolkit.completion import CompleteEvent
+from prompt_toolkit.document import Document
+
+from agent.app import AppOptions, build_engine
+from agent.commands import CommandContext, CommandResult, CommandRouter, context_percent, default_router
+from agent.config import Settings
+from agent.deps import QueryDeps
+from agent.messages import assistant_message, text_block, user_message
+from agent.model.scripted import ScriptedModel, reply
+from agent.render import make_console
+from agent.repl import ReplCompleter
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    proj = tmp_path / "proj"
+    proj.mkdir()
+
+    def make(model: Any = None) -> tuple[CommandContext, io.StringIO]:
+        opts = AppOptions(cwd=proj, settings=Settings(model="claude-sonnet-4-5"), allowed_tools=["Bash(git status:*)"])
+        engine = build_engine(opts, deps=QueryDeps(call_model=model or ScriptedModel([])))
+        buf = io.StringIO()
+        console = make_console(file=buf, width=120, force_terminal=False, color_system=None)
+        return CommandContext(engine, console, proj, default_router(), opts=opts), buf
+
+    return make
+
+
+def test_register_aliases_and_names() -> None:
+    router = CommandRouter()
+    calls = []
+    router.register("deploy", lambda ctx, args: calls.append(args), "ship it", aliases=("ship",))
+    router.register("/srv:review", lambda ctx, args: None, "an MCP prompt")
+    assert router.get("ship") is router.get("deploy")
+    assert router.get("/srv:review") is not None
+    assert {"deploy", "ship", "srv:review"} <= set(router.names())
+    router.unregister("deploy")
+    assert router.get("ship") is None
+
+
+def test_split_and_is_command() -> None:
+    assert CommandRouter.is_command("/help")
+    assert CommandRouter.is_command("  /compact keep the API notes")
+    assert not CommandRouter.is_command("/")
+    assert not CommandRouter.is_command("hello /help")
+    assert CommandRouter.split("/compact keep the API notes ") == ("compact", "keep the API notes")
+    assert CommandRouter.split("/model") == ("model", "")
+
+
+async def test_custom_command_runs_sync_and_async(env) -> None:
+    ctx, buf = env()
+    seen = []
+
+    async def skill(c: CommandContext, args: str) -> CommandResult:
+        seen.append(args)
+        return CommandResult(run_turn=(args, [user_message("skill body")]))
+
+    ctx.router.register("my-skill", skill, "a skill")
+    result = await ctx.router.dispatch("/my-skill do the thing", ctx)
+    assert seen == ["do the thing"]
+    assert result.run_turn is not None and result.run_turn[0] == "do the thing"
+    await ctx.router.dispatch("/help", ctx)
+    assert "/my-skill" in buf.getvalue() and "a skill" in buf.getvalue()
+
+
+async def test_unknown_commands(env) -> None:
+    ctx, buf = env()
+    r1 = await ctx.router.dispatch("/frobnicate now", ctx)
+    r2 = await ctx.router.dispatch("/github:review 12", ctx)
+    assert not r1.exit and r1.run_turn is None and r2.run_turn is None
+    out = buf.getvalue()
+    assert "Unknown command: /frobnicate. Type /help" in out
+    assert "Unknown command: /github:review (no MCP prompt by that name)" in out
+
+
+async def test_exit_and_quit(env) -> None:
+    ctx, _ = env()
+    assert (await ctx.router.dispatch("/exit", ctx)).exit
+    assert (await ctx.router.dispatch("/quit", ctx)).exit
+
+
+async def test_model_show_and_set(env) -> None:
+    ctx, buf = env()
+    await ctx.router.dispatch("/model", ctx)
+    assert "Model: claude-sonnet-4-5" in buf.getvalue()
+    await ctx.router.dispatch("/model claude-haiku-4-5", ctx)
+    assert ctx.engine.config.model == "claude-haiku-4-5"
+    assert ctx.opts.settings.model == "claude-haiku-4-5"
+
+
+async def test_permissions_show_and_switch(env) -> None:
+    ctx, buf = env()
+    ctx.engine.gate.session_rules.append(("Write", "a.txt"))
+    await ctx.router.dispatch("/permissions", ctx)
+    out = buf.getvalue()
+    assert "Permission mode: default" in out
+    assert "allow  Bash(git status:*)" in out and "allow  Write(a.txt)  (this session)" in out
+    await ctx.router.dispatch("/permissions acceptEdits", ctx)
+    assert ctx.engine.gate.mode == "acceptEdits"
+    await ctx.router.dispatch("/permissions yolo", ctx)
+    assert ctx.engine.gate.mode == "acceptEdits"
+    assert "Unknown mode 'yolo'" in buf.getvalue()
+
+
+async def test_cost_reports_usage(env) -> None:
+    ctx, buf = env()
+    ctx.engine.usage.add(
+        {"input_tokens": 1000, "output_tokens": 500, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 300}
+    )
+    await ctx.router.dispatch("/cost", ctx)
+    out = buf.getvalue()
+    assert "Tokens in: 1000  out: 500" in out
+    assert "Cache read: 2000  cache write: 300" in out
+    expected = ctx.engine.usage.cost("claude-sonnet-4-5")
+    assert f"Estimated cost: ${expected:.4f}" in out
+
+
+async def test_context_and_status(env) -> None:
+    ctx, buf = env()
+    ctx.engine.append_message(user_message("x" * 4000))
+    ctx.engine.append_message(assistant_message([text_block("ok")], usage={"input_tokens": 20_000}))
+    ctx.engine.last_usage = {"input_tokens": 20_000}
+    assert context_percent(ctx.engine) == 10
+    await ctx.router.dispatch("/context", ctx)
+    await ctx.router.dispatch("/status", ctx)
+    out = buf.getvalue()
+    assert "10%" in out
+    assert "system prompt" in out
+    assert "Messages: 2" in out
+
+
+async def test_clear_keeps_session_rules(env) -> None:
+    ctx, buf = env()
+    ctx.engine.append_message(user_message("hi"))
+    ctx.engine.gate.session_rules.append(("Write", "a.txt"))
+    old = ctx.engine.session_id
+    await ctx.router.dispatch("/clear", ctx)
+    assert ctx.engine.messages == [] and ctx.engine.session_id != old
+    assert ctx.engine.gate.session_rules == [("Write", "a.txt")]
+
+
+async def test_compact_summarises_with_the_model(env) -> None:
+    model = ScriptedModel([reply("The user asked about X; we did Y.")])
+    ctx, buf = env(model)
+    for i in range(3):
+        ctx.engine.append_message(user_message(f"question {i}"))
+        ctx.engine.append_message(assistant_message([text_block(f"answer {i}")]))
+    await ctx.router.dispatch("/compact keep the numbers", ctx)
+    out = buf.getvalue()
+    if "not available" in out:
+        pytest.skip("compaction service not in this build")
+    assert "Compacted the conversation" in out, out
+    model.assert_done()
+    assert "keep the numbers" in str(model.requests[0].messages)
+    texts = [b.get("text", "") for m in ctx.engine.messages for b in m["content"]]
+    assert any("The user asked about X" in t for t in texts)
+
+
+async def test_init_asks_for_a_turn(env, tmp_path: Path) -> None:
+    ctx, _ = env()
+    result = await ctx.router.dispatch("/init focus on tests", ctx)
+    assert result.run_turn is not None
+    text, inject = result.run_turn
+    assert "AGENTS.md" in text and "focus on tests" in text
+    (ctx.cwd / "CLAUDE.md").write_text("# notes\n")
+    result = await ctx.router.dispatch("/init", ctx)
+    assert "CLAUDE.md" in result.run_turn[0]
+
+
+async def test_memory_lists_files(env) -> None:
+    ctx, buf = env()
+    await ctx.router.dispatch("/memory", ctx)
+    assert "no AGENTS.md" in buf.getvalue()
+    (ctx.cwd / "AGENTS.md").write_text("be nice\n")
+    await ctx.router.dispatch("/memory", ctx)
+    assert "Memory: AGENTS.md (8 chars)" in buf.getvalue()
+
+
+async def test_resume_without_picker_lists_sessions(env) -> None:
+    ctx, buf = env()
+    ctx.engine.append_message(user_message("the first prompt"))
+    old = ctx.engine.session_id
+    ctx.engine.clear()
+    await ctx.router.dispatch("/resume", ctx)
+    out = buf.getvalue()
+    assert old in out and "the first prompt" in out
+    await ctx.router.dispatch("/resume 1", ctx)
+    assert ctx.engine.session_id == old
+    assert ctx.engine.messages[0]["content"][0]["text"] == "the first prompt"
+
+
+def _complete(completer: ReplCompleter, text: str) -> list[str]:
+    return [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
+
+
+def test_completer_slash_and_paths(tmp_path: Path) -> None:
+    router = default_router()
+    router.register("review-pr", lambda c, a: None, "a skill")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("")
+    (tmp_path / "setup.cfg").write_text("")
+    c = ReplCompleter(router, tmp_path)
+    assert _complete(c, "/co") == ["/compact", "/context", "/cost"]
+    assert "/review-pr" in _complete(c, "/re")
+    assert _complete(c, "/compact now") == []
+    assert _complete(c, "look at @s") == ["setup.cfg", "src/"]
+    assert _complete(c, "look at @src/a") == ["app.py"]
+    assert _complete(c, "no mention") == []
