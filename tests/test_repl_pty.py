@@ -1,0 +1,179 @@
+"""The REPL end to end in a real pseudo-terminal (pexpect): `python -m agent` with no prompt on a TTY.
+
+Runs against the offline mock model and the fake Anthropic server on loopback. Expect timeouts are
+generous and nothing asserts on wall time. `ESC[?2004h` (bracketed paste on) is what prompt-toolkit
+writes each time the prompt starts reading, so it is the "prompt is back" signal.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+from fake_anthropic import tool_block  # noqa: E402
+
+PROMPT_READY = "\x1b[?2004h"
+TIMEOUT = 30
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+
+def spawn(cli, *args: str, with_fake: bool = True, **env: str):
+    e = cli.env(with_fake, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", **env)
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent", *args],
+        cwd=str(cli.cwd),
+        env=e,
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=TIMEOUT,
+        dimensions=(40, 120),
+    )
+    child.expect_exact("Ctrl-D exits")
+    child.expect_exact(PROMPT_READY)
+    return child
+
+
+def run_line(child, line: str, *expect: str) -> None:
+    child.send(line + "\r")
+    for text in expect:
+        child.expect_exact(text)
+    child.expect_exact(PROMPT_READY)
+
+
+def finish(child) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus if child.exitstatus is not None else -(child.signalstatus or 0)
+
+
+def test_mock_session_commands_and_exit(cli) -> None:
+    child = spawn(cli, "--mock", with_fake=False)
+    run_line(child, "echo hello from the pty", "Mock model: the tool returned", "hello from the pty")
+    run_line(child, "/help", "Commands:", "/compact")
+    run_line(child, "/cost", "Estimated cost: $")
+    run_line(child, "/context", "Context")
+    run_line(child, "/status", "Session: ")
+    run_line(child, "/frobnicate", "Unknown command: /frobnicate")
+    run_line(child, "/clear", "Started a new conversation")
+    child.send("/exit\r")
+    assert finish(child) == 0
+
+
+def test_ctrl_d_exits_0(cli) -> None:
+    child = spawn(cli, "--mock", with_fake=False)
+    child.send("\x04")
+    assert finish(child) == 0
+
+
+def test_ctrl_c_twice_at_the_empty_prompt_exits_130(cli) -> None:
+    child = spawn(cli, "--mock", with_fake=False)
+    child.send("\x03")
+    child.expect_exact("Press Ctrl-C again to exit")
+    child.expect_exact(PROMPT_READY)
+    child.send("\x03")
+    assert finish(child) == 130
+
+
+def test_streamed_text_then_ctrl_c_interrupts_the_stream(cli, fake_anthropic) -> None:
+    fake_anthropic.text("The answer is forty-two.")
+    gate = threading.Event()
+    fake_anthropic.reply("Working on a very long answer that never ends", gate=gate)
+    fake_anthropic.text("Fine, stopping.")
+    child = spawn(cli)
+    try:
+        run_line(child, "what is the answer?", "The answer is forty-two.")
+        child.send("write a long essay\r")
+        child.expect_exact("Work")  # the first delta arrived; the server holds the rest
+        child.send("\x03")
+        child.expect_exact("Interrupted")
+        child.expect_exact(PROMPT_READY)
+        run_line(child, "ok, stop", "Fine, stopping.")
+        child.send("/exit\r")
+        assert finish(child) == 0
+    finally:
+        gate.set()
+    last = fake_anthropic.requests[-1].messages
+    texts = [b.get("text", "") for m in last for b in (m["content"] if isinstance(m["content"], list) else [])]
+    assert "what is the answer?" in texts and "[Request interrupted by user]" in " ".join(texts)
+    roles = [m["role"] for m in last]
+    assert roles[0] == "user" and all(a != b or a == "user" for a, b in zip(roles, roles[1:], strict=False))
+
+
+def _tool_names() -> set[str]:
+    from tools.registry import default_tools
+
+    return {t.name for t in default_tools()}
+
+
+@pytest.mark.skipif("Edit" not in _tool_names(), reason="the Edit tool is not in this build")
+def test_approve_an_edit_shows_the_diff(cli, fake_anthropic) -> None:
+    target = Path(cli.cwd) / "app.py"
+    target.write_text("greeting = 'hello'\n")
+    fake_anthropic.reply("Reading first.", tool_block("Read", {"file_path": "app.py"}))
+    fake_anthropic.reply(
+        "Editing.", tool_block("Edit", {"file_path": "app.py", "old_string": "'hello'", "new_string": "'hi'"})
+    )
+    fake_anthropic.text("Edited the greeting.")
+    child = spawn(cli)
+    child.send("change the greeting\r")
+    child.expect_exact("Permission: Edit")
+    child.expect_exact("+greeting = 'hi'")
+    child.expect_exact("Allow?")
+    child.send("y")
+    child.expect_exact("Edited the greeting.")
+    child.expect_exact(PROMPT_READY)
+    child.send("\x04")
+    assert finish(child) == 0
+    assert target.read_text() == "greeting = 'hi'\n"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is gone for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif("Bash" not in _tool_names(), reason="the Bash tool is not in this build")
+def test_ctrl_c_kills_a_long_bash(cli, fake_anthropic) -> None:
+    pid_file = Path(cli.cwd) / "sleep.pid"
+    fake_anthropic.reply(
+        "Running it.", tool_block("Bash", {"command": f"sleep 300 & echo $! > {pid_file}; wait"})
+    )
+    fake_anthropic.text("It was interrupted.")
+    child = spawn(cli, "--permission-mode", "bypassPermissions")
+    child.send("run the long job\r")
+    for _ in range(TIMEOUT * 10):
+        if pid_file.is_file() and pid_file.read_text().strip():
+            break
+        time.sleep(0.1)
+    pid = int(pid_file.read_text().strip())
+    assert _alive(pid)
+    child.send("\x03")
+    child.expect_exact("Interrupted")
+    child.expect_exact(PROMPT_READY)
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        time.sleep(0.1)
+    assert not _alive(pid), "the Bash child survived the interrupt"
+    run_line(child, "what happened?", "It was interrupted.")
+    child.send("\x04")
+    assert finish(child) == 0
