@@ -106,16 +106,39 @@ class CliRunner:
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
-    def popen(self, *args: str, with_fake: bool = True, **env: str | None) -> subprocess.Popen:
+    def popen(self, *args: str, with_fake: bool = True, stdin_pipe: bool = False,
+              **env: str | None) -> subprocess.Popen:
         return subprocess.Popen(
             self.argv(*args),
             cwd=self.cwd,
             env=self.env(with_fake, **env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+
+    def start(self, *args: str, input: str = "", **env: str | None) -> RunningCli:
+        """Start the CLI and return at once: several runs can import the (slow) SDK in parallel."""
+        return RunningCli(self.popen(*args, stdin_pipe=True, **env), input)
+
+
+class RunningCli:
+    def __init__(self, proc: subprocess.Popen, input: str):
+        self.proc = proc
+        self.input = input
+        self._result: CliResult | None = None
+
+    def result(self, timeout: float = 60) -> CliResult:
+        if self._result is None:
+            try:
+                out, err = self.proc.communicate(self.input, timeout=timeout)
+            finally:
+                if self.proc.poll() is None:
+                    self.proc.kill()
+                    self.proc.communicate()
+            self._result = CliResult(self.proc.returncode, out, err)
+        return self._result
 
 
 @pytest.fixture

@@ -1,0 +1,235 @@
+"""The real CLI (`python -m agent`) as a subprocess against the fake Anthropic server.
+
+Importing the SDK costs seconds, so the runs that reach the (fake) API are started together by the
+`batch` fixture, each with its own fake server, home and project directory; each test then asserts on
+its own run. Runs that exit before any model call (usage errors, --version, --mock) run on their own.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable
+
+import pytest
+from conftest import TEST_KEY, CliResult, CliRunner, RunningCli
+from fake_anthropic import FakeAnthropic, tool_block
+
+from agent import __version__
+from agent.messages import tool_results, tool_uses
+
+TRACE_STAGES = ("cli.start", "query.turn_start", "api.request", "api.assistant", "tool.start", "tool.end",
+                "query.turn_end")
+
+# name -> setup(fake) returning (argv, input, env)
+SCENARIOS: dict[str, Callable[[FakeAnthropic], tuple[list[str], str, dict[str, str]]]] = {}
+
+
+def scenario(fn):
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+@scenario
+def round_trip(fake: FakeAnthropic):
+    fake.reply("Echoing now.", tool_block("Echo", {"message": "round trip"}, id="toolu_cli1"))
+    fake.text("The echo said: round trip.")
+    return ["echo round trip"], "", {"TRACE": "1"}
+
+
+@scenario
+def json_after_529(fake: FakeAnthropic):
+    fake.http_error(529, "overloaded_error", "Overloaded", headers={"retry-after-ms": "1"})
+    fake.reply(tool_block("Echo", {"message": "x"}))
+    fake.text("final answer", usage={"input_tokens": 50, "cache_read_input_tokens": 10}, output_tokens=5)
+    return ["--output-format", "json", "go"], "", {"TRACE": "true"}
+
+
+@scenario
+def stream_json_stdin(fake: FakeAnthropic):
+    fake.reply("Calling.", tool_block("Echo", {"message": "s"}))
+    fake.text("streamed done")
+    return ["-p", "--output-format", "stream-json"], "task from stdin\n", {}
+
+
+@scenario
+def unauthorized(fake: FakeAnthropic):
+    fake.http_error(401, "authentication_error", "invalid x-api-key")
+    return ["hi"], "", {}
+
+
+@scenario
+def max_turns(fake: FakeAnthropic):
+    fake.reply(tool_block("Echo", {"message": "again"}))
+    return ["--max-turns", "1", "loop"], "", {}
+
+
+@scenario
+def dropped(fake: FakeAnthropic):
+    fake.drop("Starting.", tool_block("Echo", {"message": "never " * 10}))
+    return ["go"], "", {}
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    fakes: dict[str, FakeAnthropic] = {}
+    running: dict[str, RunningCli] = {}
+    try:
+        for name, setup in SCENARIOS.items():
+            base = tmp_path_factory.mktemp(name)
+            (base / "home").mkdir()
+            (base / "project").mkdir()
+            fake = fakes[name] = FakeAnthropic()
+            argv, stdin, env = setup(fake)
+            running[name] = CliRunner(base / "home", base / "project", fake).start(*argv, input=stdin, **env)
+        results = {name: run.result() for name, run in running.items()}
+        yield {name: (results[name], fakes[name]) for name in SCENARIOS}
+    finally:
+        for fake in fakes.values():
+            fake.close()
+
+
+def run_of(batch, name: str) -> tuple[CliResult, FakeAnthropic]:
+    result, fake = batch[name]
+    fake.check()
+    return result, fake
+
+
+def no_key_anywhere(*texts: str) -> None:
+    for t in texts:
+        assert TEST_KEY not in t
+
+
+def test_text_output_tool_round_trip_and_trace(batch):
+    """Text to stdout, tool lines to stderr, the tool_result sent back, every TRACE stage on stderr and
+    the key nowhere."""
+    r, fake_anthropic = run_of(batch, "round_trip")
+    assert r.code == 0, r.stderr
+    assert r.stdout == "Echoing now.\nThe echo said: round trip.\n"
+    assert "[tool] Echo: round trip" in r.stderr
+    first, second = fake_anthropic.requests
+    assert first.messages[0]["content"][0]["text"] == "echo round trip"
+    assert first.body["tools"][0]["name"] == "Echo"
+    assert "Working directory" in first.body["system"][0]["text"]
+    assert tool_uses(second.messages[1])[0]["id"] == "toolu_cli1"
+    result = tool_results(second.messages[2])[0]
+    assert result["tool_use_id"] == "toolu_cli1" and result["content"] == "round trip"
+
+    traces = [line for line in r.stderr.splitlines() if line.startswith("[trace] ")]
+    stages = [line.split()[1] for line in traces]
+    for stage in TRACE_STAGES:
+        assert stage in stages, f"missing trace stage {stage}: {stages}"
+    assert "[trace] cli.start mode=oneshot" in traces
+    assert any(t.startswith("[trace] tool.start name=Echo id=toolu_cli1") for t in traces)
+    assert any(t.startswith("[trace] tool.end name=Echo id=toolu_cli1 ok=true") for t in traces)
+    assert any(t.startswith("[trace] api.request messages=1 tools=1 model=") for t in traces)
+    assert any(t.startswith("[trace] api.assistant kind=tool_use") for t in traces)
+    assert traces[-1].startswith("[trace] query.turn_end reason=completed turn=2")
+    no_key_anywhere(r.stdout, r.stderr)
+    assert TEST_KEY not in json.dumps(first.body)
+
+
+def test_json_output_after_a_retried_529(batch):
+    r, fake_anthropic = run_of(batch, "json_after_529")
+    assert r.code == 0, r.stderr
+    assert len(fake_anthropic.requests) == 3
+    assert "[trace]" not in r.stderr  # TRACE is on only for exactly "1"
+    obj = json.loads(r.stdout)
+    assert obj["type"] == "result" and obj["subtype"] == "success" and obj["is_error"] is False
+    assert obj["num_turns"] == 2 and obj["result"] == "final answer"
+    assert isinstance(obj["session_id"], str) and obj["session_id"]
+    usage = obj["usage"]
+    assert usage["input_tokens"] == 12 + 50 and usage["output_tokens"] == 7 + 5
+    assert usage["cache_read_input_tokens"] == 10 and "cache_creation_input_tokens" in usage
+
+
+def test_stream_json_lines_all_parse_prompt_from_stdin(batch):
+    r, fake_anthropic = run_of(batch, "stream_json_stdin")
+    assert r.code == 0, r.stderr
+    assert fake_anthropic.requests[0].messages[0]["content"][0]["text"] == "task from stdin"
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    types = [obj["type"] for obj in lines]
+    assert types[0] == "system" and lines[0]["subtype"] == "init"
+    assert types[-1] == "result" and lines[-1]["subtype"] == "success"
+    for needed in ("text_delta", "assistant", "tool_start", "tool_end", "user"):
+        assert needed in types
+    assert types.index("tool_start") < types.index("tool_end") < types.index("user")
+
+
+def test_401_exits_1_with_one_line_and_no_key(batch):
+    r, _ = run_of(batch, "unauthorized")
+    assert r.code == 1
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "ANTHROPIC_API_KEY" in errors[0] and "401" in errors[0]
+    assert "Traceback" not in r.stderr
+    no_key_anywhere(r.stdout, r.stderr)
+
+
+def test_max_turns_exits_3(batch):
+    r, _ = run_of(batch, "max_turns")
+    assert r.code == 3, r.stderr
+    assert "turn limit" in r.stderr
+
+
+def test_usage_errors_exit_2(cli, fake_anthropic: FakeAnthropic):
+    r = cli("--output-format", "xml", "hi")
+    assert r.code == 2 and "--output-format" in r.stderr
+    r = cli("--permission-mode", "yolo", "hi")
+    assert r.code == 2
+    r = cli("-p", input="")
+    assert r.code == 2 and "no prompt" in r.stderr
+
+
+def test_sigint_during_a_stalled_stream_exits_130(cli, fake_anthropic: FakeAnthropic):
+    fake_anthropic.stall(20)
+    proc = cli.popen("wait for it", API_TIMEOUT_MS="60000")
+    try:
+        deadline = time.monotonic() + 20
+        while not fake_anthropic.requests and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert fake_anthropic.requests, "the CLI never reached the server"
+        time.sleep(0.1)  # let the stream start
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err and "Traceback" not in err
+
+
+def test_mock_runs_with_no_key_and_no_network(cli, fake_anthropic: FakeAnthropic):
+    r = cli("--mock", "echo hello mock", with_fake=False)
+    assert r.code == 0, r.stderr
+    assert "[tool] Echo: hello mock" in r.stderr
+    assert "hello mock" in r.stdout and "Mock model" in r.stdout
+    assert fake_anthropic.requests == []
+
+
+def test_query_mock_env_selects_the_mock(cli, fake_anthropic: FakeAnthropic):
+    r = cli("--output-format", "json", "echo via env", with_fake=False, QUERY_MOCK="1")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["num_turns"] == 2
+
+
+def test_no_key_without_mock_exits_1_naming_the_variable(cli, fake_anthropic: FakeAnthropic):
+    r = cli("hi", with_fake=False)
+    assert r.code == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0]
+
+
+def test_version(cli, fake_anthropic: FakeAnthropic):
+    r = cli("--version", with_fake=False)
+    assert r.code == 0 and r.stdout.strip() == f"agent {__version__}"
+
+
+def test_dropped_stream_exits_1_with_a_clear_error(batch):
+    r, fake_anthropic = run_of(batch, "dropped")
+    assert len(fake_anthropic.requests) == 1
+    assert r.code == 1
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "dropped" in errors[0]
+    assert "[tool]" not in r.stderr and "Traceback" not in r.stderr
