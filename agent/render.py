@@ -150,6 +150,7 @@ class Renderer:
         self.live_enabled = console.is_terminal and not console.is_dumb_terminal if live is None else live
         self._buffer = ""  # streamed text not yet printed for good
         self._printed_plain = False
+        self._blocks = 0  # finished Markdown blocks printed for the current reply
         self._text_live: Live | None = None
         self._last_refresh = 0.0
         self._running: dict[str, str] = {}  # tool id -> label
@@ -175,7 +176,7 @@ class Renderer:
             if self._text_live is not None:
                 self._text_live.update(Text(""), refresh=True)
             if done.strip():
-                self.console.print(self._markdown(done))
+                self._print_block(done)
         if self._text_live is None:
             self._text_live = Live(
                 console=self.console, auto_refresh=False, transient=True, vertical_overflow="crop"
@@ -186,6 +187,12 @@ class Renderer:
             self._last_refresh = now
             self._text_live.update(self._markdown(self._buffer), refresh=True)
 
+    def _print_block(self, text: str) -> None:
+        if self._blocks:
+            self.console.print()  # the blank line between paragraphs that Markdown would have shown
+        self._blocks += 1
+        self.console.print(self._markdown(text))
+
     def end_text(self) -> None:
         """The streamed reply is complete: print what is left for good, once."""
         if self._text_live is not None:
@@ -193,8 +200,9 @@ class Renderer:
             self._text_live.stop()
             self._text_live = None
         if self._buffer.strip():
-            self.console.print(self._markdown(self._buffer))
+            self._print_block(self._buffer)
         self._buffer = ""
+        self._blocks = 0
         if self._printed_plain:
             self.console.file.write("\n")
             self.console.file.flush()

@@ -83,7 +83,8 @@ def test_ctrl_c_twice_at_the_empty_prompt_exits_130(cli) -> None:
     assert finish(child) == 130
 
 
-def test_streamed_text_then_ctrl_c_interrupts_the_stream(cli, fake_anthropic) -> None:
+@pytest.mark.parametrize("key", ["\x03", "\x1b"], ids=["ctrl-c", "esc"])
+def test_streamed_text_then_a_key_interrupts_the_stream(cli, fake_anthropic, key: str) -> None:
     fake_anthropic.text("The answer is forty-two.")
     gate = threading.Event()
     fake_anthropic.reply("Working on a very long answer that never ends", gate=gate)
@@ -93,7 +94,7 @@ def test_streamed_text_then_ctrl_c_interrupts_the_stream(cli, fake_anthropic) ->
         run_line(child, "what is the answer?", "The answer is forty-two.")
         child.send("write a long essay\r")
         child.expect_exact("Work")  # the first delta arrived; the server holds the rest
-        child.send("\x03")
+        child.send(key)
         child.expect_exact("Interrupted")
         child.expect_exact(PROMPT_READY)
         run_line(child, "ok, stop", "Fine, stopping.")
@@ -105,7 +106,8 @@ def test_streamed_text_then_ctrl_c_interrupts_the_stream(cli, fake_anthropic) ->
     texts = [b.get("text", "") for m in last for b in (m["content"] if isinstance(m["content"], list) else [])]
     assert "what is the answer?" in texts and "[Request interrupted by user]" in " ".join(texts)
     roles = [m["role"] for m in last]
-    assert roles[0] == "user" and all(a != b or a == "user" for a, b in zip(roles, roles[1:], strict=False))
+    assert roles[0] == "user" and roles[-1] == "user"
+    assert all(not (a == b == "assistant") for a, b in zip(roles, roles[1:], strict=False))
 
 
 def _tool_names() -> set[str]:
@@ -177,3 +179,33 @@ def test_ctrl_c_kills_a_long_bash(cli, fake_anthropic) -> None:
     run_line(child, "what happened?", "It was interrupted.")
     child.send("\x04")
     assert finish(child) == 0
+
+
+def test_kill_9_mid_turn_then_continue_sends_a_well_formed_history(cli, fake_anthropic) -> None:
+    gate = threading.Event()
+    fake_anthropic.reply("Let me echo.", tool_block("Echo", {"message": "first result"}, id="toolu_echo_1"))
+    fake_anthropic.reply("Half of an answer that is cut", gate=gate)
+    fake_anthropic.text("Back again.")
+    child = spawn(cli)
+    try:
+        child.send("do the first thing\r")
+        child.expect_exact("Half")
+        child.kill(9)
+        child.expect(pexpect.EOF)
+        child.close()
+    finally:
+        gate.set()
+    child = spawn(cli, "--continue")
+    assert "Resumed session" in child.before
+    run_line(child, "are you there?", "Back again.")
+    child.send("\x04")
+    assert finish(child) == 0
+    sent = fake_anthropic.requests[-1].messages
+    assert sent[0]["content"][0]["text"] == "do the first thing"
+    uses = [b["id"] for m in sent if m["role"] == "assistant" for b in m["content"] if b.get("type") == "tool_use"]
+    results = [
+        b["tool_use_id"] for m in sent if m["role"] == "user" for b in m["content"] if b.get("type") == "tool_result"
+    ]
+    assert uses == results == ["toolu_echo_1"]
+    assert "first result" in str(sent)
+    assert "are you there?" in str(sent[-1])
