@@ -78,19 +78,28 @@ def _replace(messages: list[Message], cleared: dict[str, str]) -> list[Message]:
     return messages if out is None else out
 
 
+def _visible_region(messages: list[Message], state: ContentReplacementState) -> list[Message]:
+    memo = getattr(state, "retain_memo", None)
+    if memo is None or not messages or memo.cut > len(messages) or id(messages[0]) != memo.first:
+        return messages
+    return [*messages[: memo.head], *messages[memo.cut :]]
+
+
 def microcompact_messages(
     messages: list[Message], state: ContentReplacementState, opts: CompactOptions
 ) -> StageResult:
     # Re-apply every recorded decision first (decisions are monotonic).
     current = _replace(messages, state.cleared) if state.cleared else messages
-    estimated = estimate_outbound_chars(current)
+    # When stage 3 already omits a stretch of history (its recorded cut), only what is sent counts.
+    region = _visible_region(current, state)
+    estimated = estimate_outbound_chars(region)
     if estimated <= opts.threshold:
         return StageResult(current)
 
     low_water = opts.threshold * opts.micro_low_water_percent // 100
     uses = tool_use_index(current)
     refs: list[tuple[dict[str, Any], str]] = []  # (result block, tool name), compactable only, in order
-    for m in current:
+    for m in region:
         if m.get("role") != "user":
             continue
         for b in m["content"]:
@@ -100,16 +109,23 @@ def microcompact_messages(
             if use is None or not is_compactable_tool_name(use["name"]):
                 continue
             refs.append((b, use["name"]))  # type: ignore[arg-type]
-    keep = max(0, opts.micro_keep_recent)
+    # The recent window: the `micro_keep_recent` newest compactable results, as far as they fit under
+    # the threshold together (the newest one always stays whole). A window bigger than the threshold
+    # would keep the request over it on every call.
+    keep, kept_chars = 0, 0
+    for block, _ in reversed(refs):
+        if keep >= max(0, opts.micro_keep_recent):
+            break
+        size = result_chars(block["content"])
+        if keep and kept_chars + size > opts.threshold:
+            break
+        keep += 1
+        kept_chars += size
     candidates = refs[: len(refs) - keep] if keep else refs
 
-    new: dict[str, str] = {}
-    records: list[dict[str, Any]] = []
-    freed = 0
-    remaining = estimated
+    # What a pass could clear: uncleared, outside the recent window, big enough, placeholder shorter.
+    eligible: list[tuple[str, str, int]] = []  # (id, placeholder, chars saved)
     for block, name in candidates:
-        if remaining < low_water:
-            break
         tid = block["tool_use_id"]
         if tid in state.cleared:
             continue
@@ -117,12 +133,28 @@ def microcompact_messages(
         if size <= opts.micro_min_chars:
             continue
         text = placeholder_for(name, uses[tid].get("input"))
-        if len(text) >= size:
-            continue
+        if len(text) < size:
+            eligible.append((tid, text, size - len(text)))
+    clearable = sum(saved for _, _, saved in eligible)
+    # A pass clears at least one batch (threshold - low-water mark) unless that alone gets under the
+    # threshold: when the recent window itself is over, results are not cleared one per call.
+    batch = opts.threshold - low_water
+    if clearable < batch:
+        trace("compact.micro", replaced=0)
+        trace("compact.run stage=micro", estimated=estimated, overThreshold=True, strategy="micro")
+        return StageResult(current)
+
+    new: dict[str, str] = {}
+    records: list[dict[str, Any]] = []
+    freed = 0
+    remaining = estimated
+    for tid, text, saved in eligible:
+        if remaining < low_water:
+            break
         new[tid] = text
         records.append(state.record("micro", tid, text))
-        remaining -= size - len(text)
-        freed += size - len(text)
+        remaining -= saved
+        freed += saved
 
     trace("compact.micro", replaced=len(new))
     trace("compact.run stage=micro", estimated=estimated, overThreshold=True, strategy="micro")

@@ -36,7 +36,7 @@ def run_outbound_pipeline(
     out = PipelineResult(history)
     s1 = apply_tool_result_budget(history, state, opts, env)
     s2 = microcompact(s1.messages, state, opts)
-    s3 = apply_retain_tail_if_needed(s2.messages, opts)
+    s3 = apply_retain_tail_if_needed(s2.messages, opts, state)
     for stage in (s1, s2, s3):
         out.records.extend(stage.records)
         out.notices.extend(stage.notices)

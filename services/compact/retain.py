@@ -9,10 +9,14 @@ nothing more is dropped"). Still over and longer than `max_messages`: the outbou
 
 so no tool_result is ever orphaned. When there is no user text message to cut at (one long agentic
 turn, react-agent-mini's bug B5), the tail starts at an assistant message whose tool round is complete
-(every tool_result in the tail has its tool_use in the tail). History is never touched.
+(every tool_result in the tail has its tool_use in the tail). The cut point moves in steps of half
+the tail budget, so consecutive requests keep sharing their prefix. History is never touched.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
 
 from agent.messages import Message, is_user_text_message, message_text, tool_results, tool_uses, user_message
 from agent.trace import trace
@@ -52,7 +56,11 @@ def _tail_is_closed(messages: list[Message], start: int) -> bool:
 def find_cut(messages: list[Message], head: int, tail_budget: int) -> int | None:
     """Index where the kept tail starts, or None when no safe cut drops anything."""
     n = len(messages)
-    start = max(head, n - max(1, tail_budget))
+    budget = max(1, tail_budget)
+    # The cut moves on a grid of half the budget, not one message per call: between moves the
+    # outbound prefix (head, marker, tail start) stays byte-identical for the prompt cache.
+    step = max(1, budget // 2)
+    start = max(head, -(-(n - budget) // step) * step)
     for i in range(start, n):
         if is_user_text_message(messages[i]):
             return i if i > head else None
@@ -63,24 +71,68 @@ def find_cut(messages: list[Message], head: int, tail_budget: int) -> int | None
     return None
 
 
-def apply_retain_tail_if_needed(messages: list[Message], opts: CompactOptions) -> StageResult:
+def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> bool:
+    """A cut changes the request's prefix (a prompt-cache miss for all of it), so it must buy room:
+    get under the threshold, or free at least a batch (threshold minus the low-water mark). Dropping a
+    few placeholders while one huge recent result keeps the request over would only lose history."""
+    freed = estimate_outbound_chars(dropped)
+    batch = opts.threshold - opts.threshold * opts.micro_low_water_percent // 100
+    return estimated - freed <= opts.threshold or freed >= batch
+
+
+@dataclass
+class RetainMemo:
+    """The last cut, kept between calls so the cut never moves back (monotonic, like micro)."""
+
+    cut: int
+    head: int
+    first: int  # id() of the first history message: a replaced history (a summary) resets the memo
+
+
+def _memo_of(state: Any) -> RetainMemo | None:
+    return getattr(state, "retain_memo", None) if state is not None else None
+
+
+def apply_retain_tail_if_needed(
+    messages: list[Message], opts: CompactOptions, state: Any = None
+) -> StageResult:
+    """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
+    omitted they stay omitted, and the cut only moves forward, on a grid, when still over."""
+    memo = _memo_of(state)
+    if memo is not None and (memo.cut > len(messages) or not messages or id(messages[0]) != memo.first):
+        memo = None
     estimated = estimate_outbound_chars(messages)
-    if estimated <= opts.threshold or len(messages) <= opts.max_messages:
+    if memo is None and (estimated <= opts.threshold or len(messages) <= opts.max_messages):
         return StageResult(messages)
-    head = _head_length(messages)
-    # The head and the marker count against max_messages.
-    cut = find_cut(messages, head, opts.max_messages - head - (1 if head else 0))
-    if cut is None:
-        return StageResult(messages)
+    head = memo.head if memo is not None else _head_length(messages)
+    budget = opts.max_messages - head - (1 if head else 0)
+    cut = memo.cut if memo is not None else None
+    if cut is not None:
+        current = [*messages[:head], omitted_marker(cut - head), *messages[cut:]] if head else messages[cut:]
+        estimated = estimate_outbound_chars(current)
+        if estimated > opts.threshold and len(messages) - cut > budget:
+            moved = find_cut(messages, max(head, cut), budget)
+            if moved is not None and moved > cut and _worth_it(messages[cut:moved], estimated, opts):
+                cut = moved
+    else:
+        cut = find_cut(messages, head, budget)
+        if cut is None or not _worth_it(messages[head:cut], estimated, opts):
+            return StageResult(messages)
+    if state is not None:
+        try:
+            state.retain_memo = RetainMemo(cut, head, id(messages[0]))
+        except AttributeError:
+            pass
     dropped = cut - head
-    kept_head = messages[:head]
-    out = [*kept_head, omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
-    trace(
-        "compact.run stage=retain",
-        droppedMessages=dropped,
-        estimated=estimated,
-        overThreshold=True,
-        strategy="retain",
-    )
-    notice = ("omitted", f"{dropped} earlier messages omitted from this request (still over the threshold).")
-    return StageResult(out, [], [notice])
+    out = [*messages[:head], omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
+    notices = []
+    if memo is None or memo.cut != cut:
+        trace(
+            "compact.run stage=retain",
+            droppedMessages=dropped,
+            estimated=estimated,
+            overThreshold=True,
+            strategy="retain",
+        )
+        notices.append(("omitted", f"{dropped} earlier messages omitted from this request (still over the threshold)."))
+    return StageResult(out, [], notices)

@@ -36,7 +36,7 @@ def results(msgs: list) -> list[str]:
 
 
 def opts(**kw) -> CompactOptions:
-    base = dict(threshold=0, micro_keep_recent=2, micro_min_chars=100, micro_low_water_percent=60)
+    base = dict(threshold=2000, micro_keep_recent=2, micro_min_chars=100, micro_low_water_percent=60)
     base.update(kw)
     return CompactOptions(**base)
 
