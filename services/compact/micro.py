@@ -79,8 +79,10 @@ def _replace(messages: list[Message], cleared: dict[str, str]) -> list[Message]:
 
 
 def _visible_region(messages: list[Message], state: ContentReplacementState) -> list[Message]:
-    memo = getattr(state, "retain_memo", None)
-    if memo is None or not messages or memo.cut > len(messages) or id(messages[0]) != memo.first:
+    from services.compact.retain import valid_memo
+
+    memo = valid_memo(state, messages)
+    if memo is None:
         return messages
     return [*messages[: memo.head], *messages[memo.cut :]]
 

@@ -86,11 +86,21 @@ class RetainMemo:
 
     cut: int
     head: int
-    first: int  # id() of the first history message: a replaced history (a summary) resets the memo
+    first: object  # the first history message: a replaced history (a summary) resets the memo
 
 
 def _memo_of(state: Any) -> RetainMemo | None:
     return getattr(state, "retain_memo", None) if state is not None else None
+
+
+def valid_memo(state: Any, messages: list[Message]) -> RetainMemo | None:
+    """The recorded cut when it still applies to `messages` (same history, not replaced)."""
+    memo = _memo_of(state)
+    if memo is None or not messages or memo.cut > len(messages):
+        return None
+    if messages[0] is not memo.first and messages[0] != memo.first:
+        return None
+    return memo
 
 
 def apply_retain_tail_if_needed(
@@ -98,9 +108,7 @@ def apply_retain_tail_if_needed(
 ) -> StageResult:
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
     omitted they stay omitted, and the cut only moves forward, on a grid, when still over."""
-    memo = _memo_of(state)
-    if memo is not None and (memo.cut > len(messages) or not messages or id(messages[0]) != memo.first):
-        memo = None
+    memo = valid_memo(state, messages)
     estimated = estimate_outbound_chars(messages)
     if memo is None and (estimated <= opts.threshold or len(messages) <= opts.max_messages):
         return StageResult(messages)
@@ -120,7 +128,7 @@ def apply_retain_tail_if_needed(
             return StageResult(messages)
     if state is not None:
         try:
-            state.retain_memo = RetainMemo(cut, head, id(messages[0]))
+            state.retain_memo = RetainMemo(cut, head, messages[0])
         except AttributeError:
             pass
     dropped = cut - head

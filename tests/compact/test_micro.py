@@ -203,3 +203,20 @@ def test_recorded_clears_reapplied_under_threshold():
     second = microcompact_messages(msgs, state, opts(threshold=10**9))
     assert json.dumps(first.messages) == json.dumps(second.messages)
     assert second.records == [] and second.notices == []
+
+
+def test_recent_window_capped_at_threshold():
+    # the newest result alone is bigger than the threshold: older ones are not kept whole with it
+    msgs = rounds(3, body=800) + rounds(1, body=5000, start=3)
+    out = microcompact_messages(msgs, ContentReplacementState(), opts(threshold=3000, micro_keep_recent=4))
+    res = results(out.messages)
+    assert res[3].startswith("BODY3:")  # the newest always stays whole
+    assert all(MICROCOMPACT_NOTE in r for r in res[:3])
+
+
+def test_no_clearing_when_less_than_a_batch_would_not_help():
+    # over the threshold only because of the recent window: clearing 1 small old result buys nothing
+    msgs = rounds(1, body=1500, tool="Echo", start=9) + rounds(1, body=600) + rounds(2, body=3000, start=1)
+    o = opts(threshold=7000, micro_keep_recent=2, micro_min_chars=500, micro_low_water_percent=60)
+    out = microcompact_messages(msgs, ContentReplacementState(), o)
+    assert out.messages is msgs and out.records == []

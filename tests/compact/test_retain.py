@@ -122,3 +122,54 @@ def test_history_untouched():
     snapshot = [dict(m) for m in msgs]
     apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=8))
     assert msgs == snapshot and len(msgs) == 40
+
+
+def test_cut_is_sticky_and_moves_on_a_grid():
+    import json
+
+    from services.compact.state import ContentReplacementState
+
+    state = ContentReplacementState()
+    o = CompactOptions(threshold=2000, max_messages=12)
+    history = long_turn(10)
+    sent = []
+    cuts = []
+    for i in range(10, 60):
+        tid = f"u{i}"
+        history.append(assistant_message([text_block(f"step {i}"), tool_use_block(tid, "Bash", {"command": f"c{i}"})]))
+        history.append(user_message([tool_result_block(tid, "o" * 300)]))
+        res = apply_retain_tail_if_needed(history, o, state)
+        assert len(res.messages) <= 12 and pairing_ok(res.messages)
+        sent.append(json.dumps(res.messages))
+        cuts.append(state.retain_memo.cut)
+    assert cuts == sorted(cuts)  # monotonic
+    moves = sum(1 for a, b in zip(cuts, cuts[1:], strict=False) if a != b)
+    assert 0 < moves <= len(cuts) // 2  # on a grid (5 messages = 2.5 calls here), not every call
+    # between moves the request extends the previous one byte for byte
+    for k in range(1, len(sent)):
+        if cuts[k] == cuts[k - 1]:
+            assert sent[k].startswith(sent[k - 1][:-1])
+
+
+def test_cut_kept_under_threshold_and_reset_on_new_history():
+    from services.compact.state import ContentReplacementState
+
+    state = ContentReplacementState()
+    msgs = conversation(10)
+    first = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12), state).messages
+    again = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=10**9, max_messages=12), state)
+    assert [id(m) for m in again.messages[2:]] == [id(m) for m in first[2:]]
+    assert again.notices == []  # same cut: no new notice
+    replaced = [user_message(COMPACT_BOUNDARY_TEXT), user_message(SUMMARY_PREFIX + "s"), *msgs[-4:]]
+    res = apply_retain_tail_if_needed(replaced, CompactOptions(threshold=10**9, max_messages=12), state)
+    assert res.messages is replaced
+
+
+def test_cut_that_frees_too_little_is_not_made():
+    # over only because of one huge final result: dropping small old messages would not help
+    msgs = conversation(10, body=10)
+    msgs.append(user_message("last"))
+    msgs.append(assistant_message([tool_use_block("big", "Read", {"file_path": "x"})]))
+    msgs.append(user_message([tool_result_block("big", "B" * 50_000)]))
+    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=40_000, max_messages=12))
+    assert res.messages is msgs
