@@ -1,25 +1,158 @@
-"""Token accounting. Rough estimate for now (characters / 4); the budget issue refines it."""
+"""Token accounting: a rough estimate, the canonical usage-anchored count, and an optional exact count.
+
+- `estimate_tokens(messages)`: characters / 4 rounded up; images and documents count 2000 tokens each
+  (never their base64 size); the content of a JSON file read by Read counts characters / 2.
+- `token_count_with_estimation(history)`: the last assistant message's real usage plus the estimate of
+  every message after it, anchored at the first record of a response split into several records.
+- `count_tokens_exact(...)`: the SDK's count_tokens, for numbers shown on request only (never the hot path).
+"""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 from agent.messages import Message
 
+IMAGE_TOKENS = 2000
+CHARS_PER_TOKEN = 4
+JSON_CHARS_PER_TOKEN = 2
+JSON_SUFFIXES = (".json", ".jsonl", ".jsonc")
+READ_TOOL = "Read"
 
-def estimate_tokens(messages: list[Message]) -> int:
-    chars = 0
+
+def _content_chars(content: Any) -> tuple[int, int]:
+    """(characters, fixed-cost blocks) of a tool_result content."""
+    if isinstance(content, str):
+        return len(content), 0
+    chars = fixed = 0
+    if isinstance(content, list):
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            t = b.get("type")
+            if t == "text":
+                chars += len(b.get("text", ""))
+            elif t in ("image", "document"):
+                fixed += 1
+            else:
+                chars += len(json.dumps(b, ensure_ascii=False))
+    return chars, fixed
+
+
+def _json_read_ids(messages: list[Message]) -> set[str]:
+    ids = set()
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for b in m.get("content", []):
+            if b.get("type") == "tool_use" and b.get("name") == READ_TOOL:
+                path = str((b.get("input") or {}).get("file_path", ""))  # type: ignore[union-attr]
+                if path.lower().endswith(JSON_SUFFIXES):
+                    ids.add(b["id"])  # type: ignore[typeddict-item]
+    return ids
+
+
+def estimate_tokens(messages: list[Message], json_read_ids: set[str] | None = None) -> int:
+    """Rough token count of messages. `json_read_ids`: tool_use ids of Reads of JSON files, when the
+    tool_use lives outside `messages` (found in `messages` otherwise)."""
+    json_ids = _json_read_ids(messages) if json_read_ids is None else json_read_ids | _json_read_ids(messages)
+    chars = json_chars = fixed = 0
     for m in messages:
         for b in m.get("content", []):
             t = b.get("type")
             if t == "text":
                 chars += len(b["text"])  # type: ignore[typeddict-item]
             elif t == "tool_use":
-                chars += len(b["name"]) + len(json.dumps(b["input"]))  # type: ignore[typeddict-item]
+                chars += len(b["name"]) + len(json.dumps(b["input"], ensure_ascii=False))  # type: ignore[typeddict-item]
             elif t == "tool_result":
-                c = b["content"]  # type: ignore[typeddict-item]
-                chars += len(c) if isinstance(c, str) else len(json.dumps(c))
-            elif t == "image":
-                chars += 8000
-    return math.ceil(chars / 4)
+                c, f = _content_chars(b["content"])  # type: ignore[typeddict-item]
+                fixed += f
+                if b["tool_use_id"] in json_ids:  # type: ignore[typeddict-item]
+                    json_chars += c
+                else:
+                    chars += c
+            elif t in ("image", "document"):
+                fixed += 1
+            elif t == "thinking":
+                chars += len(b.get("thinking", ""))  # type: ignore[call-overload]
+            elif t == "redacted_thinking":
+                chars += len(b.get("data", ""))  # type: ignore[call-overload]
+            else:
+                chars += len(json.dumps(b, ensure_ascii=False))
+    return (
+        math.ceil(chars / CHARS_PER_TOKEN)
+        + math.ceil(json_chars / JSON_CHARS_PER_TOKEN)
+        + fixed * IMAGE_TOKENS
+    )
+
+
+def usage_tokens(usage: dict[str, Any] | None) -> int:
+    """input + cache creation + cache read + output: the context size the API reported."""
+    if not usage:
+        return 0
+    return sum(
+        int(usage.get(k) or 0)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+    )
+
+
+def response_id(message: Message) -> str | None:
+    """The API response id of an assistant record (records split from one response share it)."""
+    if message.get("role") != "assistant":
+        return None
+    meta = message.get("meta") or {}
+    rid = meta.get("message_id") or meta.get("response_id")
+    return rid if isinstance(rid, str) else None
+
+
+def token_count_with_estimation(history: list[Message]) -> int:
+    """The canonical context size for every threshold: real usage + an estimate of what came after."""
+    for i in range(len(history) - 1, -1, -1):
+        m = history[i]
+        if m.get("role") != "assistant" or (m.get("meta") or {}).get("synthetic"):
+            continue
+        usage = m.get("usage")
+        if not usage_tokens(usage):
+            continue
+        anchor = i
+        rid = response_id(m)
+        if rid is not None:
+            j = i - 1
+            while j >= 0:
+                prior = response_id(history[j])
+                if prior == rid:
+                    anchor = j
+                elif prior is not None or (
+                    history[j].get("role") == "assistant" and history[j].get("usage")
+                ):
+                    break
+                j -= 1
+        return usage_tokens(usage) + estimate_tokens(
+            history[anchor + 1 :], json_read_ids=_json_read_ids(history[: anchor + 1])
+        )
+    return estimate_tokens(history)
+
+
+async def count_tokens_exact(
+    client: Any, model: str, messages: list[Message], system: str = "", tools: list[dict[str, Any]] | None = None
+) -> int | None:
+    """Exact input tokens through the SDK's `messages.count_tokens`; None when unavailable.
+
+    Costs a network round trip: use it only where a number is shown on request (/context), never per call.
+    """
+    from agent.messages import to_api
+
+    kwargs: dict[str, Any] = {"model": model, "messages": to_api(messages) or [{"role": "user", "content": "foo"}]}
+    if system:
+        kwargs["system"] = system
+    if tools:
+        kwargs["tools"] = tools
+    try:
+        res = client.messages.count_tokens(**kwargs)
+        if hasattr(res, "__await__"):
+            res = await res
+        return int(res.input_tokens)
+    except Exception:  # noqa: BLE001 - an optional figure; the estimate stands in
+        return None

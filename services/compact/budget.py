@@ -1,14 +1,222 @@
-"""Stage 1: the tool-result budget (spill to disk). Identity until the budget issue lands."""
+"""Stage 1: the tool-result budget. Large results are relocated to disk, never cut.
+
+Every call, for each user message carrying tool_results:
+- ids in `state.replacements` are re-applied from the map, byte for byte, no I/O;
+- ids in `state.seen` without a replacement are frozen: sent whole forever (replacing them later
+  would change a prefix the model already saw and break the prompt cache);
+- fresh ids are decided now: spilled when over their tool's threshold, then the largest fresh ones
+  (never one under 5000 chars) while the message's total still exceeds the per-message budget.
+  Each decision becomes a transcript record; an id is marked seen only after its file write succeeded
+  (a failed write keeps the content whole and freezes the id).
+Only changed messages and blocks are copied: unchanged blocks stay the same objects.
+"""
 
 from __future__ import annotations
 
-from agent.messages import Message
+import math
+from pathlib import Path
+from typing import Any
+
+from agent.messages import Message, has_image, result_text
+from agent.trace import trace
 from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv, StageResult
+from services.tool_result_storage import build_replacement, format_size, is_persisted, write_spill
+
+# Never spill a result smaller than this for the per-message budget: the pointer would cost more than it frees.
+MIN_AGGREGATE_SPILL_CHARS = 5000
+STAGE = "budget"
+
+
+def empty_marker(tool_name: str) -> str:
+    return f"({tool_name} completed with no output)"
+
+
+def result_threshold(tool_name: str, opts: CompactOptions, env: PipelineEnv) -> float:
+    """min(the tool's declared max_result_chars, the global cap); unknown tools get the global cap."""
+    declared = env.max_result_chars.get(tool_name)
+    if declared is None:
+        return opts.max_tool_result_chars
+    if declared == math.inf:
+        return math.inf
+    return min(declared, opts.max_tool_result_chars)
+
+
+def _is_empty(content: Any) -> bool:
+    if isinstance(content, str):
+        return content == ""
+    if isinstance(content, list):
+        if not content:
+            return True
+        return all(
+            isinstance(b, dict) and b.get("type") == "text" and not b.get("text") for b in content
+        )
+    return content is None
+
+
+class _Fresh:
+    __slots__ = ("index", "tid", "name", "text", "size", "limit", "spilled", "sent")
+
+    def __init__(self, index: int, tid: str, name: str, text: str, limit: float):
+        self.index, self.tid, self.name, self.text, self.limit = index, tid, name, text, limit
+        self.size = len(text)
+        self.spilled: str | None = None
+        self.sent = self.size
 
 
 def apply_tool_result_budget(
     messages: list[Message], state: ContentReplacementState, opts: CompactOptions, env: PipelineEnv
 ) -> StageResult:
-    return StageResult(messages)
+    names: dict[str, str] = {}
+    out: list[Message] | None = None
+    records: list[dict[str, Any]] = []
+    notices: list[tuple[str, str]] = []
+    counts = {"spilled": 0, "reapplied": 0, "frozen": 0, "total_before": 0, "total_after": 0}
+    replacements, seen = state.replacements, state.seen
+    over = False
+
+    for mi, m in enumerate(messages):
+        content = m.get("content")
+        if m.get("role") == "assistant":
+            if isinstance(content, list):
+                for b in content:
+                    if b.get("type") == "tool_use":
+                        names[b["id"]] = b["name"]  # type: ignore[typeddict-item]
+            continue
+        if not isinstance(content, list):
+            continue
+        new_blocks: dict[int, Any] = {}
+        fresh: list[_Fresh] = []
+        total = 0  # what this message sends, as decided so far (fresh at full size)
+        before = 0
+        for bi, b in enumerate(content):
+            if b.get("type") != "tool_result":
+                continue
+            tid = b["tool_use_id"]  # type: ignore[typeddict-item]
+            c = b["content"]  # type: ignore[typeddict-item]
+            rep = replacements.get(tid)
+            if rep is not None:
+                size = len(c) if isinstance(c, str) else len(result_text(c))
+                before += size
+                if c is not rep and c != rep:
+                    new_blocks[bi] = {**b, "content": rep}
+                counts["reapplied"] += 1
+                total += len(rep)
+                continue
+            if _is_empty(c):
+                marker = empty_marker(names.get(tid, "Tool"))
+                new_blocks[bi] = {**b, "content": marker}
+                total += len(marker)
+                continue
+            if isinstance(c, str):
+                text = c
+            elif has_image(c):  # image-bearing results are never spilled; measured by their text
+                size = len(result_text(c))
+                before += size
+                total += size
+                continue
+            else:
+                text = result_text(c)
+            size = len(text)
+            before += size
+            total += size
+            if tid in seen:
+                counts["frozen"] += 1
+                continue
+            if is_persisted(text):
+                continue
+            name = names.get(tid, "")
+            limit = result_threshold(name, opts, env)
+            if limit == math.inf:  # self-bounded (Read): exempt, never a candidate, no decision to record
+                continue
+            fresh.append(_Fresh(bi, tid, name, text, limit))
+        counts["total_before"] += before
+
+        if fresh and env.spill_dir is not None:
+            total = _decide(fresh, total, state, opts, env, records, notices, counts)
+            for f in fresh:
+                if f.spilled is not None:
+                    new_blocks[f.index] = {**content[f.index], "content": f.spilled}
+        counts["total_after"] += total
+        over = over or total > opts.max_turn_tool_result_chars
+        if new_blocks:
+            if out is None:
+                out = list(messages)
+            blocks = list(content)
+            for bi, nb in new_blocks.items():
+                blocks[bi] = nb
+            out[mi] = {**m, "content": blocks}  # type: ignore[typeddict-item]
+
+    if counts["spilled"] or counts["reapplied"] or over:
+        trace(f"compact.run stage={STAGE}", **counts)
+    return StageResult(out if out is not None else messages, records, notices)
+
+
+def _decide(
+    fresh: list[_Fresh],
+    total: int,
+    state: ContentReplacementState,
+    opts: CompactOptions,
+    env: PipelineEnv,
+    records: list[dict[str, Any]],
+    notices: list[tuple[str, str]],
+    counts: dict[str, int],
+) -> int:
+    failed: set[str] = set()
+
+    def spill(f: _Fresh) -> bool:
+        nonlocal total
+        try:
+            path, nbytes = write_spill(Path(env.spill_dir), f.tid, f.text)  # type: ignore[arg-type]
+        except OSError as exc:
+            failed.add(f.tid)
+            notices.append(
+                ("warning", f"Could not save the output of {f.name or 'a tool'} to disk ({exc.strerror or exc}); sent whole")
+            )
+            trace("compact.spill_failed", id=f.tid, tool=f.name, error=str(exc))
+            return False
+        rep = build_replacement(path, nbytes, f.text, env.previewers.get(f.name))
+        f.spilled = rep
+        f.sent = len(rep)
+        total += f.sent - f.size
+        records.append(state.record(STAGE, f.tid, rep))
+        counts["spilled"] += 1
+        size = format_size(nbytes)
+        notices.append(("spill", f"Output of {f.name or 'tool'} ({size}) saved to {path}"))
+        trace("compact.spill", id=f.tid, tool=f.name, size=nbytes, path=str(path))
+        return True
+
+    # Per result: over the tool's own threshold.
+    for f in fresh:
+        if f.size > f.limit:
+            spill(f)
+    # Per message: the largest remaining fresh results until the total fits.
+    if total > opts.max_turn_tool_result_chars:
+        pool = sorted(
+            (
+                f
+                for f in fresh
+                if f.spilled is None
+                and f.tid not in failed
+                and f.size >= MIN_AGGREGATE_SPILL_CHARS
+            ),
+            key=lambda f: f.size,
+            reverse=True,
+        )
+        for f in pool:
+            if total <= opts.max_turn_tool_result_chars:
+                break
+            spill(f)
+        if total > opts.max_turn_tool_result_chars:
+            trace(
+                "compact.budget_over",
+                total=total,
+                limit=opts.max_turn_tool_result_chars,
+                reason="exempt, small or failed results remain",
+            )
+    # Everything fresh that was not replaced is frozen from now on.
+    for f in fresh:
+        if f.spilled is None:
+            records.append(state.record(STAGE, f.tid, None))
+    return total

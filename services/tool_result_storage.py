@@ -1,0 +1,102 @@
+"""Spill files: where a too-large tool result goes, and the pointer the model sees instead.
+
+A spilled result is written once to `<session dir>/tool-results/<tool_use_id>.txt` (directory 0700,
+file 0600, exclusive create: a repeat finds the file and is a no-op). The model gets a
+`<persisted-output>` pointer with the size, the absolute path and a preview, so it can Read the rest.
+Truncation destroys; spilling relocates.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+PERSISTED_OUTPUT_TAG = "<persisted-output>"
+PERSISTED_OUTPUT_CLOSE = "</persisted-output>"
+PREVIEW_CHARS = 2000
+READ_HINT = "Use the Read tool with offset/limit on that path to see the rest."
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def format_size(n: int) -> str:
+    """Human size of a byte count: `900 bytes`, `48.8 KB`, `1.2 MB`."""
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def make_preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
+    """The first `limit` code points, cut back to the last newline when it lies past half of them.
+
+    Python strings are code-point sequences, so a slice never splits a character (CJK, emoji).
+    Returns (preview, has_more).
+    """
+    if len(text) <= limit:
+        return text, False
+    head = text[:limit]
+    nl = head.rfind("\n")
+    if nl > limit // 2:
+        head = head[:nl]
+    return head, True
+
+
+def spill_path(spill_dir: Path, tool_use_id: str) -> Path:
+    return Path(spill_dir) / f"{_UNSAFE.sub('_', tool_use_id)}.txt"
+
+
+def write_spill(spill_dir: Path, tool_use_id: str, text: str) -> tuple[Path, int]:
+    """Write the full text once; returns (absolute path, size in bytes). Raises OSError on failure.
+
+    An existing file means an earlier call (or a resumed session) already persisted it: no rewrite.
+    """
+    directory = Path(spill_dir).absolute()
+    if not directory.is_dir():
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(directory, 0o700)  # the mode of mkdir is filtered by the umask
+    path = spill_path(directory, tool_use_id)
+    data = text.encode("utf-8", errors="replace")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path, path.stat().st_size
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        path.unlink(missing_ok=True)  # never leave a half file that a later EEXIST would trust
+        raise
+    return path, len(data)
+
+
+def build_replacement(
+    path: Path, size_bytes: int, text: str, previewer: Callable[[str], str | None] | None = None
+) -> str:
+    """The exact `<persisted-output>` pointer (stored once, then re-applied byte for byte)."""
+    custom = previewer(text) if previewer is not None else None
+    if custom is not None:
+        label, preview, has_more = "Preview:", custom, False
+    else:
+        preview, has_more = make_preview(text)
+        label = f"Preview (first {PREVIEW_CHARS} chars):"
+    lines = [
+        PERSISTED_OUTPUT_TAG,
+        f"Output too large ({format_size(size_bytes)}). Full output saved to: {path}",
+        "",
+        label,
+        preview,
+    ]
+    if has_more:
+        lines.append("...")
+    lines.append(READ_HINT)
+    lines.append(PERSISTED_OUTPUT_CLOSE)
+    return "\n".join(lines)
+
+
+def is_persisted(text: str) -> bool:
+    """Already a pointer (startswith, so a file that merely contains the tag is not skipped)."""
+    return text.startswith(PERSISTED_OUTPUT_TAG)
