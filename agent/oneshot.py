@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
+import traceback
 from typing import Any
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target
@@ -144,12 +146,17 @@ async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume:
         loop.add_signal_handler(signal.SIGINT, on_sigint)
     except (NotImplementedError, RuntimeError):
         pass
+    crashed: Terminal | None = None
     try:
         async for ev in engine.run_turn(prompt):
             printer.event(ev)
+    except Exception as exc:  # a bug in a stage must still end with one line and exit 1, not a traceback
+        if os.environ.get("TRACE") == "1":
+            traceback.print_exc()
+        crashed = Terminal("error", 0, f"internal error: {type(exc).__name__}: {exc}")
     finally:
         engine.close()
-    terminal = engine.last_terminal or Terminal("error", 0, "no result")
+    terminal = crashed or engine.last_terminal or Terminal("error", 0, "no result")
     if fmt in ("json", "stream-json"):
         obj = result_object(terminal, engine, printer.last_text)
         if fmt == "json":

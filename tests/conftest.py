@@ -57,6 +57,7 @@ def base_env(agent_home: Path, **extra: str | None) -> dict[str, str]:
     env["AGENT_HOME"] = str(agent_home)
     env["PYTHONPATH"] = str(ROOT)
     env["NO_COLOR"] = "1"
+    env["AGENT_ECHO_TOOL"] = "1"  # the test-only Echo tool the CLI scenarios call
     for k, v in extra.items():
         if v is None:
             env.pop(k, None)
@@ -70,6 +71,8 @@ class CliResult:
     code: int
     stdout: str
     stderr: str
+    timed_out: bool = False
+    signalled: bool = False
 
 
 class CliRunner:
@@ -127,17 +130,19 @@ class RunningCli:
     def __init__(self, proc: subprocess.Popen, input: str):
         self.proc = proc
         self.input = input
+        self.signalled = False
         self._result: CliResult | None = None
 
-    def result(self, timeout: float = 60) -> CliResult:
+    def result(self, timeout: float = 120) -> CliResult:
         if self._result is None:
+            timed_out = False
             try:
                 out, err = self.proc.communicate(self.input, timeout=timeout)
-            finally:
-                if self.proc.poll() is None:
-                    self.proc.kill()
-                    self.proc.communicate()
-            self._result = CliResult(self.proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                self.proc.kill()
+                out, err = self.proc.communicate()
+            self._result = CliResult(self.proc.returncode, out, err, timed_out, self.signalled)
         return self._result
 
 
