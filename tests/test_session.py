@@ -79,8 +79,8 @@ async def test_transcript_is_written_message_by_message(cwd):
     records = read_lines(path)
     assert records[0]["type"] == "session" and records[0]["version"] == FORMAT_VERSION
     assert records[0]["session_id"] == engine.session_id
-    assert [r["type"] for r in records[1:]] == ["message"] * 4
-    assert [r["message"]["role"] for r in records[1:]] == ["user", "assistant", "user", "assistant"]
+    messages = [r for r in records[1:] if r["type"] == "message"]  # decisions may sit between them
+    assert [r["message"]["role"] for r in messages] == ["user", "assistant", "user", "assistant"]
     assert len(seen_on_disk) == 3
     assert path.stat().st_mode & 0o777 == 0o600
     assert str(path).startswith(str(Path(engine.paths.directory).parent))
