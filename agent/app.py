@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.config import Settings
-from agent.context import build_system_prompt
+from agent.config import Settings, agent_home, env_flag
+from agent.context import SystemPromptBuilder
 from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
-from tools.permissions import AskHook, PermissionGate
+from tools.permissions import AskHook, PermissionGate, load_settings
 from tools.registry import default_tools
 
 
@@ -25,17 +25,54 @@ class AppOptions:
 
 
 def build_engine(opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None) -> QueryEngine:
+    from services.hooks.command import CommandHooks
+    from services.skills import discover_skills
+    from tools.agent_tool import AgentTool
+    from tools.skill import SkillTool
+
     settings = opts.settings
+    home = agent_home()
+    skills = discover_skills(opts.cwd, home)
+    prompt = SystemPromptBuilder(opts.cwd, home, skills)
+    # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
+    agent_tool = AgentTool(
+        lambda: engine.deps, lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
+        get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
+    )
+    tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
+    tools += [SkillTool(skills)] if skills else []
+    hooks = CommandHooks(opts.cwd, home)
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
-        system_prompt=build_system_prompt(opts.cwd),
+        system_prompt="",
         compact=CompactOptions.from_env(),
     )
-    gate = PermissionGate(mode=opts.permission_mode, ask=ask)  # type: ignore[arg-type]
-    return QueryEngine(config, default_tools(), deps or production_deps(mock=settings.mock), gate=gate)
+    gate = _build_gate(opts, home, ask)
+    tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
+    engine = QueryEngine(config, tools, deps or production_deps(mock=settings.mock), gate=gate, hooks=hooks)
+    # Context, skills and hooks (issue 7): the prompt is rebuilt per session / when memory changes.
+    engine.prompt_source = lambda: prompt.build(engine.session_id)
+    engine.config.system_prompt = engine.prompt_source()
+    engine.skills = skills
+    engine.prompt_builder = prompt
+    hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
+    return engine
+
+
+def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
+    """Mode and rules from the flags plus `permissions` in settings.json (agent home, then project)."""
+    perms = load_settings([home / "settings.json", opts.cwd / ".agents" / "settings.json"])
+    mode = perms.default_mode if opts.permission_mode == "default" and perms.default_mode else opts.permission_mode
+    return PermissionGate(
+        mode=mode,  # type: ignore[arg-type]
+        ask=ask,
+        allowed_tools=[*perms.allow, *opts.allowed_tools],
+        disallowed_tools=[*perms.deny, *opts.disallowed_tools],
+        ask_tools=list(perms.ask),
+    )
 
 
 class ResumeError(Exception):

@@ -31,8 +31,10 @@ from agent.usage import Usage
 from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.hooks import NO_HOOKS, Hooks
+from tools.agent_tool import replay_usage_records
 from tools.base import SessionState, Tool, ToolContext
 from tools.permissions import PermissionGate
+from tools.todo import latest_todos
 
 
 @dataclass
@@ -62,10 +64,17 @@ class QueryEngine:
         self.hooks = hooks
         self.state = SessionState(cwd=config.cwd)
         self.usage = Usage()
+        # Tools reach the session's usage (sub-agents add theirs) and its transcript (plans, usage records).
+        self.state.extras["usage"] = self.usage
+        self.state.extras["record"] = self.record
         self.last_usage: dict[str, int] = {}
         self.last_terminal: Terminal | None = None
         self._abort = asyncio.Event()
         self._running = False
+        # Set by build_engine (issue 7): rebuilds the system prompt when its inputs change; the skills.
+        self.prompt_source: Any = None
+        self.skills: list[Any] = []
+        self._session_start_source: str | None = "startup"
         self._start_session(session_id or new_session_id())
 
     # -- session lifecycle -------------------------------------------------------------------
@@ -77,6 +86,7 @@ class QueryEngine:
         self.replacement_state = ContentReplacementState()
         self.autocompact_state: dict[str, Any] = {}
         self.state.read_state.clear()
+        self.state.extras.pop("todos", None)
         self._header_written = False
 
     def _write(self, record: dict[str, Any]) -> None:
@@ -111,11 +121,13 @@ class QueryEngine:
         """A new, empty conversation (a new session); session permission rules are kept."""
         self.transcript.close()
         self._start_session(new_session_id())
+        self._session_start_source = "clear"
 
     def resume(self, loaded: LoadedSession) -> None:
         self.transcript.close()
         self._start_session(loaded.session_id)
         self._header_written = True  # appending to an existing transcript
+        self._session_start_source = "resume"
         self.messages = list(loaded.messages)
         self.replacement_state = ContentReplacementState.from_records(loaded.records)
         for rec in loaded.records:
@@ -125,6 +137,10 @@ class QueryEngine:
             if m.get("role") == "assistant":
                 self.usage.add(m.get("usage"))
                 self.last_usage = m.get("usage") or self.last_usage
+        replay_usage_records(self.usage, loaded.records)
+        todos = latest_todos(self.messages, loaded.records)
+        if todos is not None:
+            self.state.extras["todos"] = todos
 
     @property
     def session_dir(self) -> Path:
@@ -156,7 +172,31 @@ class QueryEngine:
             raise ValueError("run_turn needs user text or messages to inject")
         self._abort = asyncio.Event()
         self._running = True
-        for m in inject_before or []:
+        # Hooks (issue 7): SessionStart once per session, UserPromptSubmit before the prompt is kept.
+        hook_context: list[Message] = []
+        try:
+            if self._session_start_source is not None:
+                source, self._session_start_source = self._session_start_source, None
+                started = await self.hooks.session_start(source)
+                if started is not None and started.additional_context:
+                    note = f"SessionStart hook context:\n{started.additional_context}"
+                    hook_context.append(user_message(note, meta={"hook": "SessionStart"}))
+            if text:
+                decision = await self.hooks.user_prompt_submit(text)
+                if decision is not None and decision.action in ("deny", "stop"):
+                    self.last_terminal = Terminal("aborted", 0, decision.reason or "Prompt blocked by a hook.")
+                    self._running = False
+                    yield self.last_terminal
+                    return
+                if decision is not None and decision.additional_context:
+                    note = f"UserPromptSubmit hook context:\n{decision.additional_context}"
+                    hook_context.append(user_message(note, meta={"hook": "UserPromptSubmit"}))
+        except BaseException:
+            self._running = False
+            raise
+        if self.prompt_source is not None:
+            self.config.system_prompt = self.prompt_source()
+        for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
         if text:
             self.append_message(user_message(text))

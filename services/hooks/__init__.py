@@ -1,6 +1,7 @@
-"""Hooks seam: the loop and the orchestrator call these; the default does nothing.
+"""Hooks seam: the engine, the loop and the orchestrator call these; the default does nothing.
 
-The command-hook implementation (`.agents/hooks.json`) subclasses `Hooks`.
+`services/hooks/command.py` has the real implementation (`CommandHooks`): shell commands configured
+in `.agents/hooks.json` or `.claude/settings.json`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from typing import Any
 
 @dataclass
 class HookDecision:
-    """`deny` with a reason (PreToolUse, UserPromptSubmit), or `block` with feedback (Stop)."""
+    """What a hook decided.
+
+    - `deny` with a reason: PreToolUse refuses the call; UserPromptSubmit refuses the prompt.
+    - `block` with feedback (`reason`): Stop sends the feedback back and the loop goes on.
+    - `stop` (`{"continue": false}`): the turn ends here, `reason` says why.
+    - `allow`, possibly with `additional_context` (UserPromptSubmit, SessionStart).
+    """
 
     action: str  # "allow" | "deny" | "block" | "stop"
     reason: str = ""
@@ -19,7 +26,8 @@ class HookDecision:
 
 
 class Hooks:
-    async def session_start(self, source: str) -> None:
+    async def session_start(self, source: str) -> HookDecision | None:
+        """`source` is "startup", "resume" or "clear"."""
         return None
 
     async def user_prompt_submit(self, prompt: str) -> HookDecision | None:

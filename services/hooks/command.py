@@ -1,0 +1,552 @@
+"""Command hooks: shell commands run at PreToolUse, PostToolUse, Stop, UserPromptSubmit and SessionStart.
+
+Configuration (all sources are merged, in this order):
+- `<project>/.agents/hooks.json`: the events at the top level or under `"hooks"`;
+- `<project>/.claude/settings.json` and `.claude/settings.local.json`: their `"hooks"` key;
+- `<agent home>/hooks.json` for user-wide hooks.
+
+An event maps to a list of entries. An entry is either flat, `{matcher, command, timeoutMs?,
+denyOnFailure?}`, or Claude Code's nested form, `{matcher, hooks: [{type: "command", command,
+timeout? (seconds)}]}`. `matcher` is `*`, empty or missing (every tool), an exact tool name, or a
+regular expression such as `Edit|Write`. Invalid entries are dropped; an unreadable or invalid file
+contributes nothing. The files are parsed once and again only when one of them changes (mtime/size).
+
+Each command runs under `/bin/sh -c` in its own process group, in the project directory, with the
+JSON payload on stdin (`hook_event_name`, `session_id`, `cwd`, `transcript_path`, plus the event's
+fields). A command that outlives its timeout (default 5000 ms) is killed with its whole group and
+counts as exit code 124. `HOOKS=0` disables every hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.trace import trace
+from services.hooks import HookDecision, Hooks
+
+EVENTS = ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionStart")
+TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+DEFAULT_HOOK_TIMEOUT_MS = 5000
+TIMEOUT_EXIT_CODE = 124
+MAX_CAPTURE_CHARS = 64 * 1024
+MAX_REASON_CHARS = 8000
+
+
+@dataclass(frozen=True)
+class HookEntry:
+    event: str
+    command: str
+    matcher: str = "*"
+    timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS
+    deny_on_failure: bool = False
+
+
+@dataclass
+class HookOutcome:
+    command: str
+    exit_code: int
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    duration: float = 0.0
+
+
+@dataclass
+class StopResult:
+    count: int = 0
+    outcomes: list[HookOutcome] = field(default_factory=list)
+    prevent_continuation: bool = False
+    stop_reason: str | None = None
+    blocking_feedback: str | None = None
+
+
+HooksConfig = dict[str, list[HookEntry]]
+Executor = Callable[[HookEntry, dict[str, Any], Path], Awaitable[HookOutcome]]
+
+
+def hooks_disabled() -> bool:
+    return os.environ.get("HOOKS") == "0"
+
+
+# -- configuration -------------------------------------------------------------------------------
+def _timeout_ms(raw: dict[str, Any], default: int) -> int | None:
+    """timeoutMs (milliseconds) or Claude Code's timeout (seconds); None when present but invalid."""
+    if "timeoutMs" in raw:
+        value = raw["timeoutMs"]
+        scale = 1
+    elif "timeout" in raw:
+        value = raw["timeout"]
+        scale = 1000
+    else:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None
+    return int(value * scale)
+
+
+def _entries(event: str, raw: Any) -> list[HookEntry]:
+    if not isinstance(raw, dict):
+        return []
+    matcher = raw.get("matcher", "*")
+    if matcher is None:
+        matcher = "*"
+    if not isinstance(matcher, str):
+        return []
+    if event not in TOOL_EVENTS:
+        matcher = "*"
+    deny = raw.get("denyOnFailure") is True
+    default_timeout = _timeout_ms(raw, DEFAULT_HOOK_TIMEOUT_MS) or DEFAULT_HOOK_TIMEOUT_MS
+    if isinstance(raw.get("hooks"), list):  # Claude Code's nested form
+        out = []
+        for inner in raw["hooks"]:
+            if not isinstance(inner, dict) or inner.get("type", "command") != "command":
+                continue
+            command = inner.get("command")
+            timeout = _timeout_ms(inner, default_timeout)
+            if isinstance(command, str) and command.strip() and timeout is not None:
+                out.append(
+                    HookEntry(event, command, matcher, timeout, deny or inner.get("denyOnFailure") is True)
+                )
+        return out
+    command = raw.get("command")
+    timeout = _timeout_ms(raw, DEFAULT_HOOK_TIMEOUT_MS)
+    if not isinstance(command, str) or not command.strip() or timeout is None:
+        return []
+    return [HookEntry(event, command, matcher, timeout, deny)]
+
+
+def parse_hooks_config(data: Any, *, nested_only: bool = False) -> HooksConfig:
+    """The entries of one parsed file: events at the top level, or under `"hooks"`."""
+    config: HooksConfig = {}
+    if not isinstance(data, dict):
+        return config
+    table = data.get("hooks") if isinstance(data.get("hooks"), dict) else (None if nested_only else data)
+    if not isinstance(table, dict):
+        return config
+    for event in EVENTS:
+        items = table.get(event)
+        if not isinstance(items, list):
+            continue
+        entries = [e for item in items for e in _entries(event, item)]
+        if entries:
+            config[event] = entries
+    return config
+
+
+def load_hooks_file(path: Path, *, nested_only: bool = False) -> HooksConfig | None:
+    """A file's hooks; None when it is missing, unreadable or not valid JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return parse_hooks_config(data, nested_only=nested_only)
+
+
+def config_sources(cwd: Path, home: Path | None) -> list[tuple[Path, bool]]:
+    """(path, nested_only) for every file hooks are read from, in merge order."""
+    sources = [
+        (cwd / ".agents" / "hooks.json", False),
+        (cwd / ".claude" / "settings.json", True),
+        (cwd / ".claude" / "settings.local.json", True),
+    ]
+    if home is not None:
+        sources.append((home / "hooks.json", False))
+    return sources
+
+
+def match_hook(matcher: str, tool_name: str) -> bool:
+    if matcher in ("", "*"):
+        return True
+    if matcher == tool_name:
+        return True
+    if re.fullmatch(r"[\w-]+", matcher):
+        return False
+    try:
+        return re.fullmatch(matcher, tool_name) is not None
+    except re.error:
+        return False
+
+
+# -- running one command ---------------------------------------------------------------------------
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def _decode(data: bytes | None) -> str:
+    text = (data or b"").decode("utf-8", errors="replace")
+    return text if len(text) <= MAX_CAPTURE_CHARS else text[:MAX_CAPTURE_CHARS] + "\n[hook output truncated]"
+
+
+async def run_hook_command(entry: HookEntry, payload: dict[str, Any], cwd: Path) -> HookOutcome:
+    """Run one hook command with `payload` as JSON on stdin; never raises for the command's failures."""
+    started = time.monotonic()
+    env = dict(os.environ)
+    env["AGENT_PROJECT_DIR"] = str(cwd)
+    env.setdefault("CLAUDE_PROJECT_DIR", str(cwd))
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            entry.command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd) if cwd.is_dir() else None,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return HookOutcome(
+            entry.command, 127, "", f"cannot start hook: {exc}", duration=time.monotonic() - started
+        )
+    data = json.dumps(payload, ensure_ascii=False, default=str).encode("utf-8")
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(data), entry.timeout_ms / 1000)
+    except TimeoutError:
+        # The whole group: a hook's children (a `sleep`, a test runner) die with it.
+        _kill_group(proc.pid)
+        try:
+            await asyncio.wait_for(proc.wait(), 2)
+        except TimeoutError:
+            pass
+        return HookOutcome(
+            entry.command,
+            TIMEOUT_EXIT_CODE,
+            "",
+            f"hook timed out after {entry.timeout_ms} ms and was killed",
+            timed_out=True,
+            duration=time.monotonic() - started,
+        )
+    except BaseException:
+        _kill_group(proc.pid)
+        raise
+    code = proc.returncode if proc.returncode is not None else 0
+    return HookOutcome(
+        entry.command, code, _decode(stdout), _decode(stderr), duration=time.monotonic() - started
+    )
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """JSON objects printed on stdout, last line first (the whole output counts as one candidate too)."""
+    found: list[dict[str, Any]] = []
+    whole = stdout.strip()
+    for line in reversed(whole.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                found.append(obj)
+    if not found and whole.startswith("{"):
+        try:
+            obj = json.loads(whole)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_REASON_CHARS else text[:MAX_REASON_CHARS] + "…"
+
+
+def _specific(obj: dict[str, Any]) -> dict[str, Any]:
+    spec = obj.get("hookSpecificOutput")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _additional_context(obj: dict[str, Any]) -> str:
+    value = _specific(obj).get("additionalContext", obj.get("additionalContext"))
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _pre_deny(obj: dict[str, Any]) -> str | None:
+    """The deny reason when a PreToolUse JSON line denies, else None."""
+    spec = _specific(obj)
+    denies = (
+        spec.get("permissionDecision") == "deny"
+        or obj.get("permissionDecision") == "deny"
+        or obj.get("decision") in ("deny", "block")
+        or obj.get("behavior") == "deny"
+    )
+    if obj.get("continue") is False:
+        return _str(obj.get("stopReason")) or "stopped by PreToolUse hook"
+    if not denies:
+        return None
+    for value in (
+        spec.get("permissionDecisionReason"),
+        obj.get("permissionDecisionReason"),
+        obj.get("reason"),
+        obj.get("message"),
+    ):
+        if _str(value):
+            return _str(value)
+    return "blocked by PreToolUse hook"
+
+
+def _str(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _default_report(text: str) -> None:
+    try:
+        sys.stderr.write(text.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+# -- the Hooks implementation ---------------------------------------------------------------------
+class CommandHooks(Hooks):
+    def __init__(
+        self,
+        cwd: Path,
+        home: Path | None = None,
+        *,
+        session_id: Callable[[], str] | str = "",
+        transcript_path: Callable[[], str] | None = None,
+        report: Callable[[str], None] | None = None,
+        executor: Executor | None = None,
+    ):
+        self.cwd = cwd
+        self.home = home
+        self._session_id = session_id
+        self._transcript_path = transcript_path
+        self.report = report or _default_report
+        self.executor: Executor = executor or run_hook_command
+        self._config: HooksConfig = {}
+        self._config_key: tuple | None = None
+        self.loads = 0  # how many times the files were parsed (tests, /status)
+
+    def bind(self, session_id: Callable[[], str], transcript_path: Callable[[], str] | None = None) -> None:
+        """Late binding to the engine, whose session id changes on /clear and /resume."""
+        self._session_id = session_id
+        if transcript_path is not None:
+            self._transcript_path = transcript_path
+
+    # -- config --
+    def _key(self) -> tuple:
+        key = []
+        for path, _ in config_sources(self.cwd, self.home):
+            try:
+                st = path.stat()
+                key.append((st.st_mtime_ns, st.st_size, st.st_ino))
+            except OSError:
+                key.append(None)
+        return tuple(key)
+
+    def config(self) -> HooksConfig:
+        """The merged configuration; files are parsed again only when one of them changed."""
+        key = self._key()
+        if key != self._config_key:
+            merged: HooksConfig = {}
+            for (path, nested_only), stat in zip(config_sources(self.cwd, self.home), key, strict=True):
+                if stat is None:
+                    continue
+                loaded = load_hooks_file(path, nested_only=nested_only) or {}
+                for event, entries in loaded.items():
+                    merged.setdefault(event, []).extend(entries)
+            self._config, self._config_key = merged, key
+            self.loads += 1
+            trace("hooks.config", events=",".join(f"{k}:{len(v)}" for k, v in merged.items()) or "none")
+        return self._config
+
+    def entries(self, event: str, tool_name: str | None = None) -> list[HookEntry]:
+        if hooks_disabled():
+            return []
+        entries = self.config().get(event, [])
+        if tool_name is not None:
+            entries = [e for e in entries if match_hook(e.matcher, tool_name)]
+        return entries
+
+    @property
+    def session_id(self) -> str:
+        sid = self._session_id
+        return sid() if callable(sid) else sid
+
+    def _payload(self, event: str, **fields: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "hook_event_name": event,
+            "session_id": self.session_id,
+            "cwd": str(self.cwd),
+        }
+        if self._transcript_path is not None:
+            payload["transcript_path"] = self._transcript_path()
+        payload.update(fields)
+        return payload
+
+    async def run_event(self, entries: list[HookEntry], payload: dict[str, Any]) -> list[HookOutcome]:
+        """Run the entries concurrently; outcomes in configuration order."""
+        if not entries:
+            return []
+        return list(await asyncio.gather(*(self.executor(e, payload, self.cwd) for e in entries)))
+
+    def _failed(self, label: str, outcome: HookOutcome) -> None:
+        detail = _clip(outcome.stderr) or _clip(outcome.stdout)
+        self.report(f"[hooks] {label} failed (exit {outcome.exit_code}){': ' + detail if detail else ''}")
+
+    # -- events --
+    async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
+        entries = self.entries("PreToolUse", name)
+        if not entries:
+            return None
+        payload = self._payload("PreToolUse", tool_name=name, tool_input=input, tool_use_id=tool_use_id)
+        outcomes = await self.run_event(entries, payload)
+        decision: HookDecision | None = None
+        for entry, out in zip(entries, outcomes, strict=True):
+            reason = next((r for r in map(_pre_deny, json_lines(out.stdout)) if r is not None), None)
+            if reason is None and out.exit_code == 2:
+                reason = _clip(out.stderr) or _clip(out.stdout) or "blocked by PreToolUse hook (exit 2)"
+            if reason is None and out.exit_code != 0:
+                if entry.deny_on_failure:
+                    reason = _clip(out.stderr) or f"PreToolUse hook failed (exit {out.exit_code})"
+                else:
+                    self._failed(f"PreToolUse for {name}", out)
+            if reason is not None and decision is None:
+                decision = HookDecision("deny", reason)
+        trace(
+            "hooks.pre",
+            tool=name,
+            count=len(outcomes),
+            decision=decision.action if decision else "allow",
+            exit=",".join(str(o.exit_code) for o in outcomes),
+        )
+        return decision
+
+    async def post_tool_use(
+        self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool
+    ) -> None:
+        entries = self.entries("PostToolUse", name)
+        if not entries:
+            return None
+        payload = self._payload(
+            "PostToolUse",
+            tool_name=name,
+            tool_input=input,
+            tool_use_id=tool_use_id,
+            tool_response=result,
+            tool_is_error=is_error,
+        )
+        outcomes = await self.run_event(entries, payload)
+        for out in outcomes:
+            if out.exit_code != 0:
+                self._failed(f"PostToolUse for {name}", out)
+            elif out.stderr.strip():
+                self.report(f"[hooks] PostToolUse {name}: {_clip(out.stderr)}")
+        trace("hooks.post", tool=name, count=len(outcomes), exit=",".join(str(o.exit_code) for o in outcomes))
+        return None
+
+    async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "") -> StopResult:
+        entries = self.entries("Stop")
+        if not entries:
+            return StopResult()
+        payload = self._payload(
+            "Stop", stop_hook_active=stop_hook_active, last_assistant_message=last_assistant_text
+        )
+        outcomes = await self.run_event(entries, payload)
+        result = StopResult(count=len(outcomes), outcomes=outcomes)
+        feedback: list[str] = []
+        for out in outcomes:
+            objs = json_lines(out.stdout)
+            obj = objs[0] if objs else {}
+            if obj.get("continue") is False:
+                result.prevent_continuation = True
+                if result.stop_reason is None and _str(obj.get("stopReason")):
+                    result.stop_reason = _str(obj.get("stopReason"))
+            elif obj.get("decision") == "block":
+                feedback.append(_clip(_str(obj.get("reason"))) or "Blocked by Stop hook")
+            elif out.exit_code == 2:
+                feedback.append(_clip(out.stderr) or _clip(out.stdout) or "Stop hook blocked (exit 2)")
+            elif out.exit_code != 0:
+                self._failed("Stop", out)
+        if feedback:
+            result.blocking_feedback = "\n".join(feedback)
+        return result
+
+    async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
+        result = await self.run_stop(stop_hook_active, last_assistant_text)
+        if not result.count:
+            return None
+        decision: HookDecision | None = None
+        if result.prevent_continuation:
+            decision = HookDecision("stop", result.stop_reason or "")
+        elif result.blocking_feedback:
+            decision = HookDecision("block", result.blocking_feedback)
+        trace("hooks.stop", count=result.count, decision=decision.action if decision else "allow")
+        return decision
+
+    async def _context_event(
+        self, event: str, **fields: Any
+    ) -> tuple[list[HookOutcome], str | None, list[str]]:
+        """Run a prompt/session event: (outcomes, deny reason or None, additional context parts)."""
+        entries = self.entries(event)
+        if not entries:
+            return [], None, []
+        outcomes = await self.run_event(entries, self._payload(event, **fields))
+        deny: str | None = None
+        context: list[str] = []
+        for out in outcomes:
+            objs = json_lines(out.stdout)
+            obj = objs[0] if objs else {}
+            reason: str | None = None
+            if obj.get("continue") is False:
+                reason = _str(obj.get("stopReason")) or f"stopped by {event} hook"
+            elif obj.get("decision") == "block":
+                reason = _str(obj.get("reason")) or f"blocked by {event} hook"
+            elif out.exit_code == 2:
+                reason = _clip(out.stderr) or _clip(out.stdout) or f"blocked by {event} hook (exit 2)"
+            elif out.exit_code != 0:
+                self._failed(event, out)
+            elif obj:
+                if _additional_context(obj):
+                    context.append(_clip(_additional_context(obj)))
+            elif out.stdout.strip():
+                context.append(_clip(out.stdout))
+            if reason is not None and deny is None:
+                deny = reason
+        return outcomes, deny, context
+
+    async def user_prompt_submit(self, prompt: str) -> HookDecision | None:
+        outcomes, deny, context = await self._context_event("UserPromptSubmit", prompt=prompt)
+        if not outcomes:
+            return None
+        decision = (
+            HookDecision("deny", deny)
+            if deny is not None
+            else HookDecision("allow", additional_context="\n\n".join(context))
+        )
+        trace(
+            "hooks.prompt",
+            count=len(outcomes),
+            decision=decision.action,
+            context_chars=len(decision.additional_context),
+        )
+        return decision
+
+    async def session_start(self, source: str) -> HookDecision | None:
+        outcomes, _deny, context = await self._context_event("SessionStart", source=source)
+        if not outcomes:
+            return None
+        trace("hooks.session_start", source=source, count=len(outcomes), context_chars=sum(map(len, context)))
+        return HookDecision("allow", additional_context="\n\n".join(context))

@@ -1,0 +1,170 @@
+"""Project context (AGENTS.md / CLAUDE.md), the system prompt's assembly and stability, and /init."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agent.context import (
+    BASE_PROMPT,
+    MAX_PROJECT_CONTEXT_BYTES,
+    SystemPromptBuilder,
+    build_system_prompt,
+    find_project_context,
+    init_prompt,
+    init_target_file,
+    load_project_context,
+)
+from services.memory import MEMORY_RELATIVE_PATH
+from services.skills import discover_skills
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- project context (reference: projectContext.test.ts) ---------------------------------------
+def test_agents_md_alone(tmp_path):
+    write(tmp_path / "AGENTS.md", "# Agent rules\n")
+    assert load_project_context(tmp_path) == "# Agent rules\n"
+
+
+def test_claude_md_alone(tmp_path):
+    write(tmp_path / "CLAUDE.md", "# Claude rules\n")
+    assert load_project_context(tmp_path) == "# Claude rules\n"
+
+
+def test_both_merged_agents_first(tmp_path):
+    write(tmp_path / "AGENTS.md", "agents")
+    write(tmp_path / "CLAUDE.md", "claude")
+    assert load_project_context(tmp_path) == "agents\n\n---\n\nclaude"
+
+
+def test_none(tmp_path):
+    (tmp_path / ".git").mkdir()
+    assert load_project_context(tmp_path) is None
+
+
+def test_found_in_a_parent(tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "AGENTS.md", "from parent")
+    sub = tmp_path / "pkg" / "src"
+    sub.mkdir(parents=True)
+    assert load_project_context(sub) == "from parent"
+    assert find_project_context(sub).directory == tmp_path.resolve()
+
+
+def test_search_stops_at_the_repository_root_and_after_five_levels(tmp_path):
+    write(tmp_path / "AGENTS.md", "above the repo")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "a").mkdir()
+    assert load_project_context(repo / "a") is None
+    deep = tmp_path / "x" / "1" / "2" / "3" / "4" / "5" / "6"
+    deep.mkdir(parents=True)
+    write(tmp_path / "x" / "AGENTS.md", "six levels up")
+    write(tmp_path / "x" / "1" / "AGENTS.md", "five levels up")
+    assert load_project_context(deep) == "five levels up"
+
+
+def test_over_64kb_is_truncated_with_a_note(tmp_path):
+    write(tmp_path / "AGENTS.md", "é" * 40_000)  # 80,000 bytes
+    text = load_project_context(tmp_path)
+    assert text.endswith("[project context truncated at 64KB]")
+    assert len(text.encode("utf-8")) <= MAX_PROJECT_CONTEXT_BYTES
+
+
+# -- the system prompt (reference: systemPrompt.test.ts) -----------------------------------------
+def skills_project(tmp_path: Path) -> Path:
+    write(tmp_path / "AGENTS.md", "Project rules: use tabs.")
+    write(tmp_path / ".agents/skills/review/SKILL.md", "---\ndescription: Review a change\n---\n# Review workflow")
+    write(tmp_path / ".claude/skills/teach/SKILL.md", "# Teach")
+    return tmp_path
+
+
+def test_prompt_has_base_env_project_memory_and_catalog_in_order(tmp_path):
+    (tmp_path / ".git").mkdir()
+    skills_project(tmp_path)
+    prompt = build_system_prompt(tmp_path, skills=discover_skills(tmp_path))
+    assert prompt.startswith(BASE_PROMPT)
+    assert "<env>" in prompt and f"Working directory: {tmp_path}" in prompt
+    assert "Shell:" in prompt
+    assert "Project rules" in prompt
+    assert "## Available Skills" in prompt
+    assert "- review — Review a change" in prompt
+    assert "- teach" in prompt
+    assert MEMORY_RELATIVE_PATH in prompt and "remember" in prompt
+    env, project = prompt.index("<env>"), prompt.index("Project rules")
+    memory, skills = prompt.index("## Agent Memory"), prompt.index("## Available Skills")
+    assert env < project < memory < skills
+
+
+def test_prompt_without_project_context_or_skills(tmp_path):
+    (tmp_path / ".git").mkdir()
+    prompt = build_system_prompt(tmp_path)
+    assert "## Agent Memory" in prompt and "currently empty" in prompt
+    assert "## Available Skills" not in prompt
+    assert "# Project instructions" not in prompt
+
+
+def test_user_level_agents_md_from_the_agent_home(tmp_path):
+    home = tmp_path / "home"
+    write(home / "AGENTS.md", "prefer dark mode")
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    write(proj / "AGENTS.md", "Project rules")
+    prompt = build_system_prompt(proj, home=home)
+    assert "prefer dark mode" in prompt
+    assert prompt.index("prefer dark mode") < prompt.index("Project rules")
+
+
+def test_memory_body_is_in_the_prompt(tmp_path):
+    (tmp_path / ".git").mkdir()
+    prompt = build_system_prompt(tmp_path, memory="prefer dark mode")
+    assert "prefer dark mode" in prompt and "currently empty" not in prompt
+
+
+def test_builder_is_byte_stable_and_rebuilds_only_on_change(tmp_path):
+    (tmp_path / ".git").mkdir()
+    write(tmp_path / "AGENTS.md", "Project rules")
+    builder = SystemPromptBuilder(tmp_path, tmp_path / "home", [])
+    first = builder.build("s1")
+    assert builder.build("s1") == first and builder.builds == 1
+    mem = write(tmp_path / MEMORY_RELATIVE_PATH, "remember: tabs")
+    second = builder.build("s1")
+    assert builder.builds == 2 and "remember: tabs" in second
+    assert builder.build("s1") == second and builder.builds == 2
+    write(mem, "remember: spaces, not tabs")
+    os.utime(mem, ns=(1, 1))
+    assert "spaces, not tabs" in builder.build("s1")
+    write(tmp_path / "AGENTS.md", "Project rules v2")
+    assert "Project rules v2" in builder.build("s1")
+    builds = builder.builds
+    builder.build("s2")  # a new session (/clear) takes a fresh environment block
+    assert builder.builds == builds + 1
+
+
+# -- /init (reference: initSlash.test.ts) -------------------------------------------------------------
+def test_init_target_file(tmp_path):
+    assert init_target_file(tmp_path) == "AGENTS.md"
+    write(tmp_path / "CLAUDE.md", "x")
+    assert init_target_file(tmp_path) == "CLAUDE.md"
+    write(tmp_path / "AGENTS.md", "x")
+    assert init_target_file(tmp_path) == "AGENTS.md"
+
+
+def test_init_prompt_for_agents_md(tmp_path):
+    text = init_prompt("", tmp_path)
+    for part in ("create a AGENTS.md file", "What to add:", "Usage notes:", "suggest improvements to it", "# AGENTS.md"):
+        assert part in text
+    assert "do **not** execute the full test suite" in text
+    assert "Additional user notes:" not in text
+
+
+def test_init_prompt_for_claude_md_and_notes(tmp_path):
+    write(tmp_path / "CLAUDE.md", "x")
+    text = init_prompt("focus on test commands", tmp_path)
+    assert "create a CLAUDE.md file" in text and "# CLAUDE.md" in text and "claude.ai/code" in text
+    assert "Additional user notes:\nfocus on test commands" in text
