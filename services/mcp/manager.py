@@ -136,10 +136,10 @@ class McpServer:
         return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:] if line.strip())
 
     async def _run(self) -> None:
-        from mcp import ClientSession
-        from mcp.types import Implementation
-
         try:
+            from mcp import ClientSession
+            from mcp.types import Implementation
+
             async with contextlib.AsyncExitStack() as stack:
                 read, write, *_ = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
@@ -372,7 +372,7 @@ class McpManager:
         targets = [self._server(server)] if server else [s for s in self.connected() if s.has_resources]
         out: list[ResourceInfo] = []
         for s in targets:
-            if not s.has_resources:
+            if s.state == "connected" and not s.has_resources:
                 raise McpError(f'MCP server "{s.name}" does not support resources')
             result = await s.request("resources/list", lambda session: McpServer._list_all(session.list_resources, "resources"))
             s.resources = [ResourceInfo(s.name, str(r.uri), r.name, r.mimeType, r.description) for r in result]
@@ -384,7 +384,7 @@ class McpManager:
         from pydantic import AnyUrl
 
         s = self._server(server)
-        if not s.has_resources:
+        if s.state == "connected" and not s.has_resources:
             raise McpError(f'MCP server "{server}" does not support resources')
         result = await s.request("resources/read", lambda session: session.read_resource(AnyUrl(uri)))
         parts = []
