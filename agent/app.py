@@ -24,7 +24,9 @@ class AppOptions:
     interactive: bool = False
 
 
-def build_engine(opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None) -> QueryEngine:
+def build_engine(
+    opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: object | None = None
+) -> QueryEngine:
     from services.hooks.command import CommandHooks
     from services.skills import discover_skills
     from tools.agent_tool import AgentTool
@@ -41,6 +43,8 @@ def build_engine(opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook |
     )
     tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
+    # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
+    tools += mcp.tools() if mcp is not None else []  # type: ignore[attr-defined]
     hooks = CommandHooks(opts.cwd, home)
     config = EngineConfig(
         cwd=opts.cwd,
@@ -98,3 +102,33 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
         return load_transcript(path)
     except TranscriptError as exc:
         raise ResumeError(str(exc)) from None
+
+
+async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns McpManager | None
+    """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
+
+    Returns None when no server is configured (the SDK is then never imported). Each config problem and
+    each failed server is reported once through `warn` (stderr by default). The caller passes the
+    manager to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
+    """
+    import sys
+
+    from services.mcp.config import load_config
+    from services.mcp.manager import McpManager
+
+    if warn is None:
+        def warn(text: str) -> None:
+            sys.stderr.write(f"warning: {text}\n")
+            sys.stderr.flush()
+
+    configs, warnings = load_config(cwd)
+    if not configs:
+        for text in warnings:
+            warn(text)
+        return None
+    manager = McpManager(configs, cwd)
+    manager.warnings.extend(warnings)
+    await manager.start()
+    for text in manager.warnings:
+        warn(text)
+    return manager
