@@ -124,13 +124,18 @@ def run(
         interactive=interactive,
     )
     trace("cli.start", mode="repl" if interactive else "oneshot")
-    if interactive:
-        from agent.repl import run_repl
+    try:
+        if interactive:
+            from agent.repl import run_repl
 
-        raise typer.Exit(run_repl(opts, continue_=continue_, resume=resume))
-    from agent.oneshot import run_oneshot
+            code = run_repl(opts, continue_=continue_, resume=resume)
+        else:
+            from agent.oneshot import run_oneshot
 
-    raise typer.Exit(run_oneshot(opts, text, output_format, continue_=continue_, resume=resume))
+            code = run_oneshot(opts, text, output_format, continue_=continue_, resume=resume)
+    except ConfigError as exc:  # e.g. API_MAX_RETRIES=abc, read when the model is built
+        fail(str(exc))
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -248,3 +248,12 @@ def test_dropped_stream_exits_1_with_a_clear_error(batch):
     errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "dropped" in errors[0]
     assert "[tool]" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_malformed_setting_is_one_line_not_a_traceback(cli, fake_anthropic: FakeAnthropic):
+    r = cli("hi", API_MAX_RETRIES="abc")
+    assert r.code == 1
+    assert r.stderr.strip().splitlines() == [
+        "error: environment variable API_MAX_RETRIES: expected an integer, got 'abc'"
+    ]
+    assert fake_anthropic.requests == []
