@@ -75,6 +75,7 @@ class QueryEngine:
         self.prompt_source: Any = None
         self.skills: list[Any] = []
         self._session_start_source: str | None = "startup"
+        self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
         self._start_session(session_id or new_session_id())
 
     # -- session lifecycle -------------------------------------------------------------------
@@ -121,13 +122,13 @@ class QueryEngine:
         """A new, empty conversation (a new session); session permission rules are kept."""
         self.transcript.close()
         self._start_session(new_session_id())
-        self._session_start_source = "clear"
+        self._session_start_source, self._pending_hook_messages = "clear", []
 
     def resume(self, loaded: LoadedSession) -> None:
         self.transcript.close()
         self._start_session(loaded.session_id)
         self._header_written = True  # appending to an existing transcript
-        self._session_start_source = "resume"
+        self._session_start_source, self._pending_hook_messages = "resume", []
         self.messages = list(loaded.messages)
         self.replacement_state = ContentReplacementState.from_records(loaded.records)
         for rec in loaded.records:
@@ -173,7 +174,7 @@ class QueryEngine:
         self._abort = asyncio.Event()
         self._running = True
         # Hooks (issue 7): SessionStart once per session, UserPromptSubmit before the prompt is kept.
-        hook_context: list[Message] = []
+        hook_context = self._pending_hook_messages
         try:
             if self._session_start_source is not None:
                 source, self._session_start_source = self._session_start_source, None
@@ -194,6 +195,7 @@ class QueryEngine:
         except BaseException:
             self._running = False
             raise
+        self._pending_hook_messages = []
         if self.prompt_source is not None:
             self.config.system_prompt = self.prompt_source()
         for m in [*hook_context, *(inject_before or [])]:
