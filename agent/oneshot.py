@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import Any
 
-from agent.app import AppOptions, ResumeError, build_engine, load_resume_target
+from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.events import (
     AssistantEvent,
     NoticeEvent,
@@ -122,7 +122,17 @@ async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume:
     except ResumeError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    engine = build_engine(opts)
+    # MCP (issue 8): servers connect before the engine is built and are closed on every way out.
+    mcp = await start_mcp(opts.cwd)
+    try:
+        return await _run_engine(opts, prompt, fmt, loaded, mcp)
+    finally:
+        if mcp is not None:
+            await mcp.close()
+
+
+async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp: Any) -> int:
+    engine = build_engine(opts, mcp=mcp)
     if loaded is not None:
         for warning in loaded.warnings:
             sys.stderr.write(f"warning: {warning}\n")
@@ -147,8 +157,13 @@ async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume:
     except (NotImplementedError, RuntimeError):
         pass
     crashed: Terminal | None = None
+    inject = None
+    if mcp is not None:  # @server:uri mentions are read and injected before the prompt
+        inject, mention_warnings = await mcp.expand_mentions(prompt)
+        for warning in mention_warnings:
+            sys.stderr.write(f"warning: {warning}\n")
     try:
-        async for ev in engine.run_turn(prompt):
+        async for ev in engine.run_turn(prompt, inject_before=inject or None):
             printer.event(ev)
     except Exception as exc:  # a bug in a stage must still end with one line and exit 1, not a traceback
         if os.environ.get("TRACE") == "1":
