@@ -355,17 +355,12 @@ def cmd_memory(ctx: CommandContext, args: str) -> None:
         ctx.say("Memory: no AGENTS.md, CLAUDE.md or .agents/memory/MEMORY.md in this project (try /init).", "dim")
 
 
-INIT_PROMPT = """Please analyse this codebase and write a {target} file at the project root for future coding agents.
-It should contain: the commands to build, lint and run the tests (including a single test); the high-level
-architecture that needs several files to understand; and the project's conventions. Be concise; do not list
-every file. If {target} already exists, improve it instead of starting over.{notes}"""
-
-
 def cmd_init(ctx: CommandContext, args: str) -> CommandResult:
-    target = "CLAUDE.md" if (ctx.cwd / "CLAUDE.md").is_file() else "AGENTS.md"
-    notes = f"\n\nAdditional notes from the user: {args}" if args else ""
+    from agent.context import init_prompt, init_target_file
+
+    target = init_target_file(ctx.cwd)
     ctx.say(f"Asking the model to write {target}…", "dim")
-    return CommandResult(run_turn=(INIT_PROMPT.format(target=target, notes=notes), []))
+    return CommandResult(run_turn=(init_prompt(args, ctx.cwd), []))
 
 
 def _session_label(path: Path) -> str:
