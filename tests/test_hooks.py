@@ -438,3 +438,30 @@ async def test_engine_stop_hook_block_then_continue_false(proj, tmp_path, agent_
     assert message_text(model.requests[1].messages[-1]) == "Stop hook feedback:\nrun the tests first"
     assert [p["stop_hook_active"] for p in payloads(tmp_path, "stop")] == [False, True]
     engine.close()
+
+
+# -- through the real CLI against the fake Anthropic server ------------------------------------------------
+def test_cli_project_with_agents_md_skill_and_hook(cli, workdir, fake_anthropic, tmp_path):
+    from fake_anthropic import tool_block
+
+    write(workdir / "AGENTS.md", "# House rules\nAlways answer in haiku.")
+    write(workdir / ".agents/skills/review/SKILL.md", "---\ndescription: Review a change\n---\n# Review workflow")
+    write(workdir / "secret.txt", "top secret")
+    deny = script(tmp_path, "deny", "sys.stderr.write('secret.txt is off limits'); sys.exit(2)\n")
+    hooks_json(workdir, {"PreToolUse": [{"matcher": "Read", "command": deny}]})
+    fake_anthropic.reply(tool_block("Skill", {"skill": "review"}))
+    fake_anthropic.reply(tool_block("Read", {"file_path": str(workdir / "secret.txt")}))
+    fake_anthropic.reply("All reviewed.")
+    r = cli("-p", "review my change", TRACE="1")
+    assert r.code == 0, r.stderr
+    assert "All reviewed." in r.stdout
+    first, second, third = fake_anthropic.requests
+    system = json.dumps(first.body["system"], ensure_ascii=False)
+    assert "Always answer in haiku." in system and "- review — Review a change" in system
+    assert first.body["system"] == second.body["system"] == third.body["system"]
+    texts = json.dumps(second.messages[-2:])
+    assert "Launching skill: review" in texts and "# Review workflow" in texts
+    assert "secret.txt is off limits" in json.dumps(third.messages[-1]) and "top secret" not in json.dumps(third.messages)
+    assert "[trace] hooks.pre tool=Read count=1 decision=deny" in r.stderr
+    assert payloads(tmp_path, "deny")[0]["session_id"]
+    assert not (workdir / ".agents" / "memory").exists()
