@@ -70,6 +70,11 @@ class OneShotPrinter:
         elif isinstance(ev, ToolEndEvent) and not ev.ok:
             sys.stderr.write(f"[tool] {ev.name} error: {ev.error or ev.summary}\n")
         elif isinstance(ev, NoticeEvent):
+            if ev.kind == "retry" and self.streamed_any:
+                # The failed attempt's text is already out: the retried answer starts on a new line.
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+                self.streamed_any = False
             sys.stderr.write(f"[{ev.kind}] {ev.text}\n")
         sys.stderr.flush()
 

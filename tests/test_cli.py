@@ -72,6 +72,13 @@ def dropped(fake: FakeAnthropic):
 
 
 @scenario
+def mid_stream_retry(fake: FakeAnthropic):
+    fake.stream_error("overloaded_error", "Half an ans")
+    fake.text("A whole answer.")
+    return ["hi"], "", {}
+
+
+@scenario
 def sigint_stalled(fake: FakeAnthropic):
     fake.stall(300)  # ended by the fixture's teardown if the interrupt never comes
     return ["wait for it"], "", {"API_TIMEOUT_MS": "600000"}
@@ -180,6 +187,15 @@ def test_stream_json_lines_all_parse_prompt_from_stdin(batch):
     for needed in ("text_delta", "assistant", "tool_start", "tool_end", "user"):
         assert needed in types
     assert types.index("tool_start") < types.index("tool_end") < types.index("user")
+
+
+def test_mid_stream_overloaded_error_is_retried_by_the_cli(batch):
+    r, fake_anthropic = run_of(batch, "mid_stream_retry")
+    assert r.code == 0, r.stderr
+    assert len(fake_anthropic.requests) == 2
+    assert "[retry] Model call failed (overloaded_error)" in r.stderr
+    # The partial text of the failed attempt was already shown; the answer starts on its own line.
+    assert r.stdout.splitlines()[-1] == "A whole answer."
 
 
 def test_401_exits_1_with_one_line_and_no_key(batch):
