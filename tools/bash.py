@@ -1,0 +1,170 @@
+"""Bash: run a command with `bash -c` in its own process group; the working directory carries over."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+HARD_CAP_BYTES = 5 * 1024 * 1024
+KILL_GRACE_S = 1.0
+PREVIEW_CHARS = 1000
+SCRUBBED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+# The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
+# which writes the final directory to a file; positional parameters are cleared first.
+_WRAPPER = (
+    '__agent_cwd_file=$1; __agent_cmd=$2; shift 2; '
+    "trap 'pwd -P >\"$__agent_cwd_file\" 2>/dev/null' EXIT; "
+    'eval "$__agent_cmd"'
+)
+
+DESCRIPTION = f"""Executes a bash command (`bash -c`) and returns its output (stdout and stderr interleaved) and exit code.
+
+Usage:
+- The working directory persists between calls: a `cd` carries over to the next command. Environment variables you export do not persist. Prefer absolute paths or paths relative to the working directory over many `cd`s.
+- timeout is in milliseconds: default {DEFAULT_TIMEOUT_MS} (2 minutes), at most {MAX_TIMEOUT_MS} (10 minutes). On timeout the whole process group is killed.
+- There is no terminal and no stdin: interactive programs and `read` get end-of-file. Pass non-interactive flags (e.g. `git --no-pager`, `-y`, `--yes`).
+- Do not use Bash to find, read or edit files: use Glob (not find/ls -R), Grep (not grep/rg), Read (not cat/head/tail) and Edit/Write (not sed/awk/echo >). Keep Bash for running programs: tests, builds, git, package managers.
+- Chain dependent commands with `&&`; independent commands can be separate Bash calls in one message.
+- Quote paths that contain spaces with double quotes.
+- A background job (`cmd &`) must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
+- Give a short description (5-10 words) of what the command does."""
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class BashTool(Tool):
+    name = "Bash"
+    description = DESCRIPTION
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command to execute."},
+            "timeout": {"type": "integer", "minimum": 1, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
+            "description": {"type": "string", "description": "What the command does, in 5-10 words, e.g. 'Run the unit tests'."},
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+    max_result_chars = 30_000
+
+    def describe(self, input: dict[str, Any]) -> str:
+        cmd = input.get("command")
+        if isinstance(cmd, str) and cmd:
+            short = cmd if len(cmd) <= 80 else cmd[:79] + "…"
+            return f"Bash {short}"
+        return "Bash"
+
+    def spill_preview(self, text: str) -> str | None:
+        if len(text) <= 2 * PREVIEW_CHARS:
+            return text
+        cut = len(text) - 2 * PREVIEW_CHARS
+        return f"{text[:PREVIEW_CHARS]}\n… [{cut} characters cut from the middle] …\n{text[-PREVIEW_CHARS:]}"
+
+    async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        command = input["command"]
+        if not command.strip():
+            raise ToolError("command is empty. Pass the shell command to run.")
+        timeout_ms = min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
+        cwd = Path(ctx.session.cwd)
+        note = ""
+        if not cwd.is_dir():
+            note = f"[The working directory {cwd} no longer exists; ran in {ctx.project_root} instead.]\n"
+            cwd = Path(ctx.project_root)
+            ctx.session.cwd = cwd
+        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
+        os.close(fd)
+        started = time.monotonic()
+        try:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    "bash", "-c", _WRAPPER, "bash", cwd_file, command,
+                    cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except FileNotFoundError:
+                raise ToolError("bash was not found on PATH; Bash needs a POSIX shell.") from None
+            chunks: list[bytes] = []
+            size = 0
+            dropped = 0
+
+            async def pump() -> None:
+                nonlocal size, dropped
+                assert proc.stdout is not None
+                while True:
+                    chunk = await proc.stdout.read(65536)
+                    if not chunk:
+                        return
+                    room = HARD_CAP_BYTES - size
+                    if room > 0:
+                        chunks.append(chunk[:room])
+                        size += min(len(chunk), room)
+                    dropped += max(0, len(chunk) - max(room, 0))
+
+            reader = asyncio.ensure_future(pump())
+            timed_out = False
+            try:
+                await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), timeout_ms / 1000)
+            except TimeoutError:
+                timed_out = True
+                _kill_group(proc.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), KILL_GRACE_S)
+                except TimeoutError:
+                    pass
+                _kill_group(proc.pid, signal.SIGKILL)
+                try:
+                    await asyncio.wait_for(asyncio.gather(reader, proc.wait()), 5)
+                except TimeoutError:
+                    reader.cancel()
+            except asyncio.CancelledError:
+                # Abort: the loop cancelled us. Kill the whole group now, and again hard in a moment.
+                _kill_group(proc.pid, signal.SIGTERM)
+                asyncio.get_running_loop().call_later(KILL_GRACE_S, _kill_group, proc.pid, signal.SIGKILL)
+                reader.cancel()
+                raise
+            rc = proc.returncode
+            try:
+                final = Path(cwd_file).read_text().strip()
+            except OSError:
+                final = ""
+            if final and os.path.isdir(final) and not timed_out:
+                ctx.session.cwd = Path(final)
+        finally:
+            try:
+                os.unlink(cwd_file)
+            except OSError:
+                pass
+        elapsed = time.monotonic() - started
+        output = b"".join(chunks).decode("utf-8", errors="replace")
+        if dropped:
+            output += f"\n[Output exceeded {HARD_CAP_BYTES // (1024 * 1024)} MB; {dropped} more bytes were discarded. Redirect large output to a file and Grep or Read it.]"
+        text = note + output.rstrip("\n")
+        if timed_out:
+            text += (f"\n[Command timed out after {timeout_ms} ms; its process group was killed (SIGTERM, then SIGKILL). "
+                     "Pass a larger timeout (max 600000) or run it in the background with output redirected to a file.]")
+            return ToolOutput(text.lstrip("\n"), is_error=True, summary=f"timed out after {timeout_ms / 1000:.1f} s")
+        if rc is not None and rc < 0:
+            text += f"\n[Killed by signal {-rc}]"
+        elif rc:
+            text += f"\n[Exit code {rc}]"
+        text = text.lstrip("\n")
+        if not text:
+            text = "(no output)"
+        return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")

@@ -1,0 +1,199 @@
+"""Edit: replace one exact, unique string in a file (or every occurrence), keeping its line endings."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tools import read_state
+from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.fsutil import atomic_write, number_lines
+
+CONTEXT_LINES = 3
+MAX_REGION_LINES = 60
+
+DESCRIPTION = """Performs an exact string replacement in a file.
+
+Usage:
+- You must Read the file in this conversation before editing it, and it must not have changed since; otherwise the edit fails. Read it, then edit.
+- old_string must match the file's text exactly, including indentation and whitespace. Copy it from the Read output WITHOUT the line-number prefix (a number and a tab): only the text after the tab is the file's content.
+- The edit fails if old_string occurs more than once: add surrounding lines to make it unique, or set replace_all to true to change every occurrence (handy for renaming a variable).
+- new_string must differ from old_string. The file's line endings (LF or CRLF) are kept.
+- An empty old_string on a file that does not exist creates it with new_string.
+- The result shows the edited region with line numbers, so you do not need to Read the file again.
+- Prefer Edit over Write for changing existing files, and over Bash tools like sed."""
+
+
+def _normalise(text: str, strip_ws: bool) -> tuple[str, list[int], list[int]]:
+    """Text with CRLF as LF (and trailing blanks removed per line), with maps back to `text`.
+
+    starts[i] is the index in `text` of normalised char i; ends[i] the index just after it.
+    """
+    out: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        eol = line[len(body):]
+        kept = body.rstrip(" \t") if strip_ws else body
+        for i, ch in enumerate(kept):
+            out.append(ch)
+            starts.append(pos + i)
+            ends.append(pos + i + 1)
+        if eol:
+            out.append("\n")
+            starts.append(pos + len(body))
+            ends.append(pos + len(line))
+        pos += len(line)
+    return "".join(out), starts, ends
+
+
+def _normalise_pattern(s: str, strip_ws: bool) -> str:
+    s = s.replace("\r\n", "\n")
+    if strip_ws:
+        s = "\n".join(line.rstrip(" \t") for line in s.split("\n"))
+    return s
+
+
+def _find_all(hay: str, needle: str) -> list[int]:
+    found: list[int] = []
+    i = hay.find(needle)
+    while i != -1 and needle:
+        found.append(i)
+        i = hay.find(needle, i + len(needle))
+    return found
+
+
+def find_matches(text: str, old: str) -> tuple[list[tuple[int, int]], str]:
+    """Spans of `old` in `text`: exact first, then CRLF-normalised, then trailing-whitespace-insensitive."""
+    exact = _find_all(text, old)
+    if exact:
+        return [(i, i + len(old)) for i in exact], "exact"
+    for strip_ws, how in ((False, "line endings normalised"), (True, "trailing whitespace ignored")):
+        norm, starts, ends = _normalise(text, strip_ws)
+        pat = _normalise_pattern(old, strip_ws)
+        if not pat:
+            continue
+        hits = _find_all(norm, pat)
+        if hits:
+            return [(starts[i], ends[i + len(pat) - 1]) for i in hits], how
+    return [], ""
+
+
+def _uses_crlf(text: str) -> bool:
+    crlf = text.count("\r\n")
+    return crlf > 0 and crlf >= text.count("\n") - crlf
+
+
+def _with_endings(s: str, crlf: bool) -> str:
+    s = s.replace("\r\n", "\n")
+    return s.replace("\n", "\r\n") if crlf else s
+
+
+def _region(text: str, first_char: int, last_char: int) -> str:
+    lines = text.replace("\r\n", "\n").split("\n")
+    norm_before = text[:first_char].replace("\r\n", "\n")
+    first = norm_before.count("\n")
+    last = first + text[first_char:last_char].replace("\r\n", "\n").count("\n")
+    lo = max(0, first - CONTEXT_LINES)
+    hi = min(len(lines), last + CONTEXT_LINES + 1)
+    if text.endswith("\n") and hi == len(lines) and lines[-1] == "":
+        hi -= 1
+    chunk = lines[lo:hi]
+    if len(chunk) > MAX_REGION_LINES:
+        half = MAX_REGION_LINES // 2
+        omitted = len(chunk) - 2 * half
+        return (number_lines(chunk[:half], lo + 1) + f"\n   ...\t[{omitted} lines not shown]\n"
+                + number_lines(chunk[-half:], hi - half + 1))
+    return number_lines(chunk, lo + 1)
+
+
+class EditTool(Tool):
+    name = "Edit"
+    description = DESCRIPTION
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string", "description": "The file to modify (absolute, or relative to the working directory)."},
+            "old_string": {"type": "string", "description": "The exact text to replace (without Read's line-number prefix)."},
+            "new_string": {"type": "string", "description": "The text to put in its place (must differ from old_string)."},
+            "replace_all": {"type": "boolean", "default": False, "description": "Replace every occurrence of old_string (default false)."},
+        },
+        "required": ["file_path", "old_string", "new_string"],
+        "additionalProperties": False,
+    }
+    max_result_chars = 20_000
+
+    async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raw, old, new = input["file_path"], input["old_string"], input["new_string"]
+        replace_all = bool(input.get("replace_all", False))
+        if not raw.strip():
+            raise ToolError("file_path is empty. Pass the path of the file to edit.")
+        if old == new:
+            raise ToolError("old_string and new_string are identical, so there is nothing to change. Pass the new text in new_string.")
+        path = ctx.resolve(raw)
+        if os.path.isdir(path):
+            raise ToolError(f"{path} is a directory. Pass the path of a file inside it.")
+        if not os.path.exists(path):
+            if old == "":
+                return self._create(path, new, ctx)
+            raise ToolError(f"File does not exist: {path}. Check the path (Glob finds files), or create it with Write.")
+        refusal = read_state.require_fresh(ctx, path, "edit")
+        if refusal:
+            raise ToolError(refusal)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ToolError(f"Cannot read {path}: {exc.strerror or exc}. Check its permissions.") from None
+        if b"\x00" in data[:8192]:
+            raise ToolError(f"{path} is a binary file; Edit changes text files only.")
+        text = data.decode("utf-8", errors="surrogateescape")  # undecodable bytes survive the round trip
+        if old == "":
+            if text.strip():
+                raise ToolError(f"old_string is empty but {path} already has content. Pass the text to replace in old_string (or use Write to replace the whole file).")
+            spans, how = [(0, len(text))], "empty file"
+        else:
+            spans, how = find_matches(text, old)
+        if not spans:
+            raise ToolError(
+                f"old_string was not found in {path}. It must match the file exactly, including indentation, "
+                "whitespace and line breaks; Read the file again and copy the text without the line-number prefix."
+            )
+        if len(spans) > 1 and not replace_all:
+            raise ToolError(
+                f"old_string occurs {len(spans)} times in {path}, but an edit must match exactly one place. Add "
+                "surrounding lines to old_string to make it unique, or set replace_all to true to change every occurrence."
+            )
+        replacement = _with_endings(new, _uses_crlf(text))
+        pieces: list[str] = []
+        cursor = 0
+        for a, b in spans:
+            pieces.append(text[cursor:a])
+            pieces.append(replacement)
+            cursor = b
+        pieces.append(text[cursor:])
+        updated = "".join(pieces)
+        try:
+            atomic_write(path, updated.encode("utf-8", errors="surrogateescape"))
+        except OSError as exc:
+            raise ToolError(f"Cannot write {path}: {exc.strerror or exc}. Check the path and permissions.") from None
+        read_state.record(ctx, path, offset=None, limit=None, from_read=False)
+        first = spans[0][0]
+        shift = sum(len(replacement) - (b - a) for a, b in spans[:-1])
+        last_start = spans[-1][0] + shift
+        last_end = last_start + len(replacement)
+        n = len(spans)
+        note = f" ({how})" if how not in ("exact", "empty file") else ""
+        head = (f"The file {path} has been updated: {n} replacement{'s' if n != 1 else ''}{note}. "
+                f"The edited region (cat -n):\n")
+        return ToolOutput(head + _region(updated, first, max(first, last_end)), summary=f"{n} replacement{'s' if n != 1 else ''}")
+
+    def _create(self, path, content: str, ctx: ToolContext) -> ToolOutput:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, content.encode("utf-8", errors="surrogateescape"))
+        except OSError as exc:
+            raise ToolError(f"Cannot create {path}: {exc.strerror or exc}. Check the path and permissions.") from None
+        read_state.record(ctx, path, offset=None, limit=None, from_read=False)
+        return ToolOutput(f"File created successfully at: {path}.\n" + _region(content, 0, len(content)), summary="created")

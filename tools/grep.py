@@ -1,0 +1,145 @@
+"""Grep: ripgrep search with Claude Code's input fields; paths newest-modified first."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.ripgrep import run_rg, vcs_excludes
+
+DEFAULT_HEAD_LIMIT = 250
+MAX_COLUMNS = 500
+
+DESCRIPTION = """A powerful search tool built on ripgrep.
+
+Usage:
+- ALWAYS use Grep for searching file contents. NEVER run `grep` or `rg` through Bash: this tool is faster, respects .gitignore and gives output sized for you.
+- pattern is a Rust regular expression (ripgrep syntax): e.g. "log.*Error", "function\\s+\\w+". Literal braces need escaping: "interface\\{\\}" finds "interface{}".
+- Filter files with glob (e.g. "*.js", "**/*.{ts,tsx}") or type (e.g. "py", "js", "rust"; faster than glob for standard file types).
+- output_mode: "files_with_matches" (default: the matching file paths, newest-modified first), "content" (matching lines as path:line:text; -n line numbers on by default; -A/-B/-C or context add lines around), "count" (path:N matches per file).
+- -i makes the search case-insensitive.
+- Patterns match within one line; set multiline to true for patterns that span lines (. then also matches newlines).
+- Results are limited to head_limit entries (default 250; 0 means no limit); offset skips entries, to page through long results.
+- Hidden files are searched, version-control directories (.git) never; files ignored by .gitignore are skipped.
+- For an open-ended search that needs several rounds, narrow step by step: first files_with_matches, then content on the interesting paths."""
+
+
+def _rel(cwd: Path, p: str) -> Path:
+    return Path(p) if os.path.isabs(p) else cwd / p
+
+
+class GrepTool(Tool):
+    name = "Grep"
+    description = DESCRIPTION
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "The regular expression to search for (ripgrep syntax)."},
+            "path": {"type": "string", "description": "File or directory to search in (default: the working directory)."},
+            "glob": {"type": "string", "description": "Glob to filter files, e.g. \"*.js\" or \"*.{ts,tsx}\" (rg --glob)."},
+            "type": {"type": "string", "description": "File type to search, e.g. js, py, rust, go, java (rg --type)."},
+            "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"],
+                            "description": "content: matching lines; files_with_matches: paths (default); count: matches per file."},
+            "-i": {"type": "boolean", "description": "Case-insensitive search."},
+            "-n": {"type": "boolean", "description": "Show line numbers (content mode; default true)."},
+            "-A": {"type": "integer", "minimum": 0, "description": "Lines to show after each match (content mode)."},
+            "-B": {"type": "integer", "minimum": 0, "description": "Lines to show before each match (content mode)."},
+            "-C": {"type": "integer", "minimum": 0, "description": "Lines to show before and after each match (content mode)."},
+            "context": {"type": "integer", "minimum": 0, "description": "Same as -C."},
+            "head_limit": {"type": "integer", "minimum": 0, "description": "Show at most this many entries (default 250; 0 for no limit)."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Skip this many entries first (default 0)."},
+            "multiline": {"type": "boolean", "description": "Let patterns span lines; . matches newlines (default false)."},
+        },
+        "required": ["pattern"],
+        "additionalProperties": False,
+    }
+    max_result_chars = 20_000
+
+    def is_read_only(self, input: dict[str, Any]) -> bool:
+        return True
+
+    async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        pattern = input["pattern"]
+        if pattern == "":
+            raise ToolError("pattern is empty. Pass a regular expression to search for.")
+        mode = input.get("output_mode") or "files_with_matches"
+        cwd = Path(ctx.session.cwd)
+        args = ["--hidden", "--max-columns", str(MAX_COLUMNS), "--color", "never", "--no-heading",
+                "--with-filename", *vcs_excludes()]
+        if input.get("multiline"):
+            args += ["-U", "--multiline-dotall"]
+        if input.get("-i"):
+            args.append("-i")
+        if mode == "files_with_matches":
+            args.append("-l")
+        elif mode == "count":
+            args.append("-c")
+        else:
+            if input.get("-n", True):
+                args.append("-n")
+            ctx_lines = input.get("context") if input.get("context") is not None else input.get("-C")
+            if ctx_lines is not None:
+                args += ["-C", str(ctx_lines)]
+            else:
+                if input.get("-A") is not None:
+                    args += ["-A", str(input["-A"])]
+                if input.get("-B") is not None:
+                    args += ["-B", str(input["-B"])]
+        globs = (input.get("glob") or "").split()
+        if input.get("type"):
+            args += ["--type", input["type"]]
+        args += ["-e", pattern, "--"]
+        target = input.get("path")
+        if target:
+            if not ctx.resolve(target).exists():
+                raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.")
+            args.append(target if os.path.isabs(target) else str(Path(target)))
+        rc, out, err = await run_rg(args, cwd, globs=globs or None)
+        if rc == 2 and not out.strip():
+            msg = err.decode("utf-8", errors="replace").strip() or "ripgrep failed"
+            if "regex" in msg.lower():
+                raise ToolError(f"Invalid regular expression (ripgrep syntax): {msg}\nFix the pattern (escape special characters like ( [ {{ with a backslash) and retry.")
+            raise ToolError(f"Grep failed: {msg}")
+        lines = out.decode("utf-8", errors="replace").splitlines()
+        if not lines:
+            return ToolOutput("No matches found", summary="no matches")
+        if mode == "files_with_matches":
+            lines = _newest_first(cwd, lines)
+        total = len(lines)
+        offset = input.get("offset") or 0
+        head_limit = input.get("head_limit")
+        head_limit = DEFAULT_HEAD_LIMIT if head_limit is None else head_limit
+        shown = lines[offset:] if head_limit == 0 else lines[offset : offset + head_limit]
+        if not shown:
+            return ToolOutput(f"No results at offset={offset}: there are only {total} entries. Use a smaller offset.", summary="past the end")
+        body = "\n".join(shown)
+        if mode == "files_with_matches":
+            header = f"Found {total} file{'s' if total != 1 else ''}\n"
+            summary = f"{total} files"
+        elif mode == "count":
+            n = sum(int(line.rsplit(":", 1)[1]) for line in lines if line.rsplit(":", 1)[-1].isdigit())
+            header = ""
+            body += f"\n\nFound {n} match{'es' if n != 1 else ''} in {total} file{'s' if total != 1 else ''}."
+            summary = f"{n} matches"
+        else:
+            header = ""
+            summary = f"{total} lines"
+        end = offset + len(shown)
+        if offset > 0 or end < total:
+            more = f" More: use offset={end}" + (" (or head_limit=0 for all)." if end < total else ".") if end < total else ""
+            body += f"\n\n[Showing entries {offset + 1}-{end} of {total}.{more}]"
+        if rc == 2:
+            body += "\n[Some files could not be searched: " + err.decode("utf-8", errors="replace").strip().splitlines()[0][:200] + "]"
+        return ToolOutput(header + body, summary=summary)
+
+
+def _newest_first(cwd: Path, paths: list[str]) -> list[str]:
+    def key(p: str) -> tuple[float, str]:
+        try:
+            return (-os.stat(_rel(cwd, p)).st_mtime, p)
+        except OSError:
+            return (0.0, p)
+
+    return sorted(paths, key=key)

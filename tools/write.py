@@ -1,0 +1,58 @@
+"""Write: create or overwrite a whole file, atomically, only over a file the model has read."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tools import read_state
+from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.fsutil import atomic_write
+
+DESCRIPTION = """Writes a file to the local filesystem, replacing its whole content.
+
+Usage:
+- file_path may be absolute or relative to the current working directory; missing parent directories are created.
+- Overwriting an existing file requires that you Read it first in this conversation and that it has not changed since; otherwise the call fails. Read it, then write.
+- Prefer Edit for changing part of an existing file: it sends only the change and cannot lose unrelated text. Use Write for new files or complete rewrites.
+- content is written exactly as given (keep the file's line endings and a final newline if it had one).
+- Do not create documentation or README files unless asked to."""
+
+
+class WriteTool(Tool):
+    name = "Write"
+    description = DESCRIPTION
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "file_path": {"type": "string", "description": "The file to write (absolute, or relative to the working directory)."},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        "required": ["file_path", "content"],
+        "additionalProperties": False,
+    }
+    max_result_chars = 10_000
+
+    async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        raw, content = input["file_path"], input["content"]
+        if not raw.strip():
+            raise ToolError("file_path is empty. Pass the path of the file to write.")
+        path = ctx.resolve(raw)
+        exists = os.path.lexists(path)
+        if exists:
+            if os.path.isdir(path):
+                raise ToolError(f"{path} is a directory. Pass the path of a file inside it.")
+            if os.path.exists(path):
+                refusal = read_state.require_fresh(ctx, path, "write")
+                if refusal:
+                    raise ToolError(refusal)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, content.encode("utf-8", errors="surrogateescape"))
+        except OSError as exc:
+            raise ToolError(f"Cannot write {path}: {exc.strerror or exc}. Check the path and permissions.") from None
+        read_state.record(ctx, path, offset=None, limit=None, from_read=False)
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        if exists:
+            return ToolOutput(f"The file {path} has been updated successfully ({lines} lines).", summary=f"updated, {lines} lines")
+        return ToolOutput(f"File created successfully at: {path} ({lines} lines).", summary=f"created, {lines} lines")
