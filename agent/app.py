@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.config import Settings, agent_home, env_flag
-from agent.context import build_system_prompt
+from agent.context import SystemPromptBuilder
 from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
@@ -24,20 +24,46 @@ class AppOptions:
     interactive: bool = False
 
 
-def build_engine(opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None) -> QueryEngine:
+def build_engine(
+    opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: object | None = None
+) -> QueryEngine:
+    from services.hooks.command import CommandHooks
+    from services.skills import discover_skills
+    from tools.agent_tool import AgentTool
+    from tools.skill import SkillTool
+
     settings = opts.settings
+    home = agent_home()
+    skills = discover_skills(opts.cwd, home)
+    prompt = SystemPromptBuilder(opts.cwd, home, skills)
+    # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
+    agent_tool = AgentTool(
+        lambda: engine.deps, lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
+        get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
+    )
+    tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
+    tools += [SkillTool(skills)] if skills else []
+    # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
+    tools += mcp.tools() if mcp is not None else []  # type: ignore[attr-defined]
+    hooks = CommandHooks(opts.cwd, home)
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
-        system_prompt=build_system_prompt(opts.cwd),
+        system_prompt="",
         compact=CompactOptions.from_env(),
     )
-    gate = _build_gate(opts, agent_home(), ask)
-    tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False))
+    gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
-    return QueryEngine(config, tools, deps or production_deps(mock=settings.mock), gate=gate)
+    engine = QueryEngine(config, tools, deps or production_deps(mock=settings.mock), gate=gate, hooks=hooks)
+    # Context, skills and hooks (issue 7): the prompt is rebuilt per session / when memory changes.
+    engine.prompt_source = lambda: prompt.build(engine.session_id)
+    engine.config.system_prompt = engine.prompt_source()
+    engine.skills = skills
+    engine.prompt_builder = prompt
+    hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
+    return engine
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
@@ -76,3 +102,33 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
         return load_transcript(path)
     except TranscriptError as exc:
         raise ResumeError(str(exc)) from None
+
+
+async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns McpManager | None
+    """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
+
+    Returns None when no server is configured (the SDK is then never imported). Each config problem and
+    each failed server is reported once through `warn` (stderr by default). The caller passes the
+    manager to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
+    """
+    import sys
+
+    from services.mcp.config import load_config
+    from services.mcp.manager import McpManager
+
+    if warn is None:
+        def warn(text: str) -> None:
+            sys.stderr.write(f"warning: {text}\n")
+            sys.stderr.flush()
+
+    configs, warnings = load_config(cwd)
+    if not configs:
+        for text in warnings:
+            warn(text)
+        return None
+    manager = McpManager(configs, cwd)
+    manager.warnings.extend(warnings)
+    await manager.start()
+    for text in manager.warnings:
+        warn(text)
+    return manager
