@@ -441,6 +441,20 @@ class ScriptedAgent:
         yield self._call(a.tool, a.input, usage)
 
 
+def real_limits() -> dict[str, float]:
+    """The real tools' declared result limits (stage 1 spills above them); Read is self-bounded."""
+    limits: dict[str, float] = {"Read": math.inf}
+    try:
+        from tools.registry import default_tools
+
+        for t in default_tools():
+            if t.name in ("Read", "Grep", "Bash", "Edit", "Glob"):
+                limits[t.name] = t.max_result_chars
+    except Exception:  # the registry is optional here
+        pass
+    return limits
+
+
 async def replay(script: Script, policy: str, home: Path) -> Metrics:
     metrics = Metrics()
     agent = ScriptedAgent(script, metrics)
@@ -455,7 +469,7 @@ async def replay(script: Script, policy: str, home: Path) -> Metrics:
         deps = QueryDeps(call_model=agent, microcompact=mini_policy)
     else:
         opts = CompactOptions(threshold=OURS_THRESHOLDS[policy])
-        limits = {"Read": math.inf}
+        limits = real_limits()
         deps = QueryDeps(call_model=agent)
     cwd = home / policy
     cwd.mkdir(parents=True, exist_ok=True)

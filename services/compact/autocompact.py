@@ -105,7 +105,28 @@ def align_tail_start(messages: list[Message], start: int) -> int:
     return start
 
 
-def _render(messages: list[Message]) -> str:
+def _fit(lines: list[str], budget: int) -> list[str]:
+    """Keep the start (the task) and the most recent lines within `budget` characters."""
+    if sum(len(x) + 1 for x in lines) <= budget:
+        return lines
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > budget // 5:
+            break
+        head.append(line)
+        used += len(line) + 1
+    tail: list[str] = []
+    for line in reversed(lines[len(head) :]):
+        if used + len(line) + 1 > budget:
+            break
+        tail.append(line)
+        used += len(line) + 1
+    skipped = len(lines) - len(head) - len(tail)
+    return [*head, f"[... {skipped} lines of the conversation not shown ...]", *reversed(tail)]
+
+
+def _render(messages: list[Message], budget: int | None = None) -> str:
     lines = []
     for m in messages:
         role = m.get("role", "?")
@@ -128,7 +149,12 @@ def _render(messages: list[Message]) -> str:
                 lines.append(f"{role}: [tool_result{err}] {text[:RESULT_PREVIEW_CHARS]}{more}")
             elif t == "image":
                 lines.append(f"{role}: [image]")
-    return "\n".join(lines)
+    return "\n".join(_fit(lines, budget) if budget else lines)
+
+
+def _render_budget(ctx: AutocompactContext) -> int:
+    """Characters of conversation the summary request may carry: half the window, in chars."""
+    return max(20_000, ctx.options.context_window_tokens * 4 // 2)
 
 
 async def summarize(messages: list[Message], ctx: AutocompactContext, instructions: str | None = None) -> str:
@@ -136,7 +162,7 @@ async def summarize(messages: list[Message], ctx: AutocompactContext, instructio
     if instructions:
         prompt += f"\nAdditional instructions: {instructions}"
     request = ModelRequest(
-        messages=[{"role": "user", "content": [{"type": "text", "text": prompt + "\n\n" + _render(messages)}]}],
+        messages=[{"role": "user", "content": [{"type": "text", "text": prompt + "\n\n" + _render(messages, _render_budget(ctx))}]}],
         system=ctx.system or SUMMARY_SYSTEM,
         tools=[],
         model=ctx.model,

@@ -1,4 +1,10 @@
-"""The outbound pipeline: budget -> micro -> retain, outbound-only, run before every model call."""
+"""The outbound pipeline: budget -> micro -> retain, outbound-only, run before every model call.
+
+Stage 1 (budget) spills oversized results, stage 2 (micro) clears old re-obtainable results in recorded,
+monotonic batches down to a low-water mark, stage 3 (retain) re-estimates and, still over, omits the
+oldest messages behind the kept task. The history is never changed; `COMPACT=0` skips all three.
+Stage 0 (autocompact, the LLM summary) runs before this, in the loop, and does rewrite the history.
+"""
 
 from __future__ import annotations
 

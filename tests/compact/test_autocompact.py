@@ -232,3 +232,15 @@ async def test_no_resummarise_when_only_the_tail_is_left():
     res = await compact_conversation(history(), ctx_for(summary_model(), keep=2))
     model = ScriptedModel([])
     assert await autocompact(res.messages, ctx_for(model, keep=2)) is None and model.requests == []
+
+
+async def test_summary_request_fits_the_window():
+    msgs = [user_message("THE TASK statement")]
+    for i in range(3000):
+        msgs.append(assistant_message([tool_use_block(f"t{i}", "Read", {"file_path": f"f{i}"})]))
+        msgs.append(user_message([tool_result_block(f"t{i}", "z" * 2000)]))
+    model = summary_model()
+    await compact_conversation(msgs, ctx_for(model, context_window_tokens=100_000))
+    text = model.requests[0].messages[0]["content"][0]["text"]
+    assert len(text) <= 100_000 * 4 // 2 + 2000
+    assert "THE TASK statement" in text and "not shown" in text and "f2998" in text
