@@ -47,6 +47,14 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
+def _kill_when_spawned(task: asyncio.Future) -> None:
+    if task.cancelled() or task.exception() is not None:
+        return
+    pgid = task.result().pid
+    _kill_group(pgid, signal.SIGTERM)
+    asyncio.get_running_loop().call_later(KILL_GRACE_S, _kill_group, pgid, signal.SIGKILL)
+
+
 class BashTool(Tool):
     name = "Bash"
     description = DESCRIPTION
@@ -91,13 +99,18 @@ class BashTool(Tool):
         os.close(fd)
         started = time.monotonic()
         try:
+            spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
+                "bash", "-c", _WRAPPER, "bash", cwd_file, command,
+                cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            ))
             try:
-                proc = await asyncio.create_subprocess_exec(
-                    "bash", "-c", _WRAPPER, "bash", cwd_file, command,
-                    cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                    start_new_session=True,
-                )
+                proc = await asyncio.shield(spawn)
+            except asyncio.CancelledError:
+                # Cancelled while the process was being set up (it may already run): kill it once it exists.
+                spawn.add_done_callback(_kill_when_spawned)
+                raise
             except FileNotFoundError:
                 raise ToolError("bash was not found on PATH; Bash needs a POSIX shell.") from None
             chunks: list[bytes] = []
@@ -135,8 +148,11 @@ class BashTool(Tool):
                     reader.cancel()
             except asyncio.CancelledError:
                 # Abort: the loop cancelled us. Kill the whole group now, and again hard in a moment.
-                _kill_group(proc.pid, signal.SIGTERM)
-                asyncio.get_running_loop().call_later(KILL_GRACE_S, _kill_group, proc.pid, signal.SIGKILL)
+                pgid = proc.pid
+                _kill_group(pgid, signal.SIGTERM)
+                loop = asyncio.get_running_loop()
+                for delay in (0.05, 0.25, KILL_GRACE_S):  # stragglers (a child forked mid-signal) too
+                    loop.call_later(delay, _kill_group, pgid, signal.SIGKILL)
                 reader.cancel()
                 raise
             rc = proc.returncode
