@@ -75,15 +75,17 @@ class GlobTool(Tool):
         if not files:
             return ToolOutput("No files found", summary="0 files")
 
+        base_s = str(base)
+
         def mtime(rel: str) -> float:
             try:
-                return os.stat(base / rel).st_mtime
+                return os.stat(os.path.join(base_s, rel)).st_mtime
             except OSError:
                 return 0.0
 
         stamped = sorted((-mtime(f), f) for f in files)
         total = len(stamped)
-        shown = [_display(cwd, base / f) for _, f in stamped[:MAX_FILES]]
+        shown = [_display(cwd, base / f) for _, f in stamped[:MAX_FILES]]  # pathlib only for the 100 shown
         text = "\n".join(shown)
         if total > MAX_FILES:
             text += f"\n\n(Showing the {MAX_FILES} newest of {total} files. Narrow the pattern or the path to see the rest.)"

@@ -26,10 +26,6 @@ Usage:
 - For an open-ended search that needs several rounds, narrow step by step: first files_with_matches, then content on the interesting paths."""
 
 
-def _rel(cwd: Path, p: str) -> Path:
-    return Path(p) if os.path.isabs(p) else cwd / p
-
-
 class GrepTool(Tool):
     name = "Grep"
     description = DESCRIPTION
@@ -136,9 +132,11 @@ class GrepTool(Tool):
 
 
 def _newest_first(cwd: Path, paths: list[str]) -> list[str]:
+    base = str(cwd)
+
     def key(p: str) -> tuple[float, str]:
         try:
-            return (-os.stat(_rel(cwd, p)).st_mtime, p)
+            return (-os.stat(os.path.join(base, p)).st_mtime, p)
         except OSError:
             return (0.0, p)
 
