@@ -1,0 +1,359 @@
+"""Agent: runs a sub-agent, a nested ReAct loop on one task, and returns its final report.
+
+The child gets its own message history, its own session state (its own read state: what the parent
+read is not "already read" for the child, and the reverse; same working directory), its own
+replacement state and spill directory under the parent session (`<session>/agents/<id>/`, with the
+child's transcript), a short system prompt of its own, and the parent's tools minus Agent, narrowed
+by `tool_names`. Every tool call of the child passes the parent's permission gate and hooks (Stop
+hooks do not run below depth 0), so the Agent call itself never asks. Abort cascades: the child uses
+the parent's abort event. The child's token usage is added to the session's usage
+(`extras["usage"]`) and recorded in the transcript (`agent_usage`), so resume counts it too.
+
+Several Agent calls in one assistant message run in parallel when every tool they get is read-only;
+otherwise they run one after the other. The result is `[Agent: <description>]\\n<last assistant
+text>`, capped at 32 KB keeping the tail (the end of a report is where the conclusion is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from agent.messages import Message, message_text, tool_uses, user_message
+from agent.trace import trace
+from agent.usage import Usage
+from services.hooks import NO_HOOKS, HookDecision, Hooks
+from tools.base import UNBOUNDED, SessionState, Tool, ToolContext, ToolError, ToolOutput
+
+MAX_REPORT_CHARS = 32_768
+DEFAULT_MAX_DEPTH = 1
+DEFAULT_MAX_TURNS = 30
+USAGE_RECORD = "agent_usage"
+
+DESCRIPTION = """Launches a sub-agent: a fresh agent with its own context that works on one task on its own and returns a single report.
+
+When to use it:
+- Open-ended searches and investigations that would take many Grep/Glob/Read rounds ("find where X is configured and how it flows to Y"), so that the exploration does not fill your own context.
+- Independent pieces of work that can run side by side: several Agent calls in one message run in parallel when they only use read-only tools.
+When not to use it: reading one known file (use Read), finding a class by name (use Glob/Grep), or a task that needs the conversation so far.
+
+How to use it:
+- The sub-agent sees none of this conversation: `prompt` must be self-contained — the goal, what you already know, the files or names involved, and exactly what to report back (paths, line numbers, snippets, a yes/no answer).
+- Say whether it should only research or also change code; its tool calls need the same permissions as yours.
+- `description` is a 3-6 word label shown to the user.
+- `tool_names` optionally narrows its tools (e.g. ["Read", "Grep", "Glob"] for a read-only investigation, which also lets several run in parallel). By default it gets all your tools except Agent.
+- Its report comes back as the tool result; the user does not see it, so summarise what matters in your own reply."""
+
+
+def _system_prompt(cwd: str) -> str:
+    return (
+        "You are a sub-agent of a coding agent. The parent agent gave you one task; do it on your own with "
+        "the tools you have, then stop.\n\n"
+        f"Working directory: {cwd}\n"
+        f"Today's date: {time.strftime('%Y-%m-%d')}\n\n"
+        "Guidelines:\n"
+        "- The parent sees only your final message, none of your tool calls or results: make that message a "
+        "complete, self-contained report of what you found or did, with absolute file paths, line numbers "
+        "and short code snippets where they matter.\n"
+        "- Be thorough in the work and concise in the report. Do not ask questions: nobody can answer them; "
+        "state your assumptions instead.\n"
+        "- Use several tool calls in one message when they are independent (they run in parallel).\n"
+        "- Do not create files unless the task needs them; never write reports or notes to files."
+    )
+
+
+def max_depth_from_env() -> int:
+    raw = os.environ.get("AGENT_MAX_DEPTH", "").strip()
+    try:
+        return max(0, int(raw)) if raw else DEFAULT_MAX_DEPTH
+    except ValueError:
+        return DEFAULT_MAX_DEPTH
+
+
+def cap_tail(text: str, limit: int = MAX_REPORT_CHARS) -> str:
+    """`text` cut to its last `limit` characters, with a marker that says how much was dropped."""
+    if len(text) <= limit:
+        return text
+    marker = f"[… {len(text) - limit:,} earlier characters of the sub-agent's report omitted]\n"
+    return marker + text[len(text) - limit :]
+
+
+def add_usage(target: Usage, usage: dict[str, Any] | None, requests: int) -> None:
+    """Adds a roll-up (token fields plus a request count) to `target`."""
+    if not usage and not requests:
+        return
+    u = usage or {}
+    target.input_tokens += int(u.get("input_tokens", 0) or 0)
+    target.output_tokens += int(u.get("output_tokens", 0) or 0)
+    target.cache_creation_input_tokens += int(u.get("cache_creation_input_tokens", 0) or 0)
+    target.cache_read_input_tokens += int(u.get("cache_read_input_tokens", 0) or 0)
+    target.requests += int(requests or 0)
+
+
+def replay_usage_records(target: Usage, records: list[dict[str, Any]]) -> None:
+    """On resume: add the sub-agents' recorded usage back to the session's totals."""
+    for rec in records:
+        if rec.get("type") == USAGE_RECORD:
+            add_usage(target, rec.get("usage"), int(rec.get("requests", 0) or 0))
+
+
+class _ChildHooks(Hooks):
+    """The parent's tool hooks; Stop hooks run only for the main agent."""
+
+    def __init__(self, parent: Hooks):
+        self.parent = parent
+
+    async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
+        return await self.parent.pre_tool_use(name, input, tool_use_id)
+
+    async def post_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool) -> None:
+        await self.parent.post_tool_use(name, input, tool_use_id, result, is_error)
+
+
+def _safe_id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80] or uuid.uuid4().hex[:12]
+
+
+class AgentTool(Tool):
+    name = "Agent"
+    description = DESCRIPTION
+    input_schema = {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "minLength": 1, "description": "A short (3-6 words) label of the task."},
+            "prompt": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The complete, self-contained task for the sub-agent and what it should report.",
+            },
+            "tool_names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Optional: only these tools (by name) for the sub-agent. Default: all yours except Agent.",
+            },
+        },
+        "required": ["description", "prompt"],
+        "additionalProperties": False,
+    }
+    max_result_chars = UNBOUNDED  # self-bounded: the report is capped at 32 KB
+
+    def __init__(
+        self,
+        get_deps: Callable[[], Any],
+        get_tools: Callable[[], list[Tool]],
+        model: str | Callable[[], str],
+        *,
+        get_gate: Callable[[], Any] | None = None,
+        get_hooks: Callable[[], Hooks] | None = None,
+        get_compact: Callable[[], Any] | None = None,
+        max_depth: int | None = None,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        max_tokens: int = 16384,
+        system_prompt: Callable[[str], str] = _system_prompt,
+    ):
+        self.get_deps = get_deps
+        self.get_tools = get_tools
+        self.model = model
+        self.get_gate = get_gate
+        self.get_hooks = get_hooks
+        self.get_compact = get_compact
+        self.max_depth = max_depth if max_depth is not None else max_depth_from_env()
+        self.max_turns = max_turns
+        self.max_tokens = max_tokens
+        self.system_prompt = system_prompt
+
+    # -- the tool set a child gets ---------------------------------------------------------------
+    def child_tools(self, depth: int, tool_names: list[str] | None = None) -> list[Tool]:
+        """The parent's tools for a child at `depth`: Agent only while deeper nesting is allowed,
+        narrowed by `tool_names` (ToolError on a name that is not available)."""
+        nested_ok = depth < self.max_depth
+        tools = [t for t in self.get_tools() if t.name != self.name or (nested_ok and t is self)]
+        if tool_names is None:
+            return tools
+        by_name = {t.name: t for t in tools}
+        unknown = [n for n in tool_names if n not in by_name]
+        if unknown:
+            why = f" ({self.name} cannot be nested deeper than {self.max_depth})" if self.name in unknown else ""
+            raise ToolError(
+                f"Unknown tool_names for the sub-agent: {', '.join(unknown)}{why}. "
+                f"Available: {', '.join(sorted(by_name)) or 'none'}."
+            )
+        wanted = set(tool_names)
+        return [t for t in tools if t.name in wanted]
+
+    def _names(self, input: dict[str, Any]) -> list[str] | None:
+        names = input.get("tool_names")
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else None
+
+    def is_read_only(self, input: dict[str, Any]) -> bool:
+        # The Agent call itself changes nothing and never asks: each of the child's calls passes the gate.
+        return True
+
+    def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
+        try:
+            tools = self.child_tools(1, self._names(input))
+        except Exception:
+            return False
+        for t in tools:
+            if t is self:
+                continue
+            try:
+                if not t.is_read_only({}):
+                    return False
+            except Exception:
+                return False
+        return True
+
+    def describe(self, input: dict[str, Any]) -> str:
+        d = input.get("description")
+        return f"Agent {d}" if isinstance(d, str) and d else "Agent"
+
+    def permission_target(self, input: dict[str, Any]) -> tuple[str, str] | None:
+        return None
+
+    def _model(self) -> str:
+        return self.model() if callable(self.model) else self.model
+
+    # -- the run ---------------------------------------------------------------------------------
+    async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        from agent.events import (
+            AssistantEvent,
+            HistoryReplacedEvent,
+            RecordEvent,
+            Terminal,
+            ToolResultsEvent,
+            UserMessageEvent,
+        )
+        from agent.query import QueryParams, query
+        from agent.session import Transcript
+        from services.compact.options import CompactOptions
+        from services.compact.state import ContentReplacementState
+        from tools.permissions import PermissionGate
+
+        description = input["description"].strip() or "task"
+        depth = ctx.depth + 1
+        if depth > self.max_depth:
+            raise ToolError(
+                f"Agent nesting depth exceeded (max {self.max_depth}): a sub-agent cannot start another one. "
+                "Do this part of the work yourself."
+            )
+        tools = self.child_tools(depth, self._names(input))
+        agent_id = _safe_id(ctx.tool_use_id) if ctx.tool_use_id else uuid.uuid4().hex[:12]
+        child_dir = (ctx.session_dir / "agents" / agent_id) if ctx.session_dir else None
+        usage = Usage()
+        child_state = SessionState(cwd=ctx.session.cwd, extras={"usage": usage})
+        child_ctx = ToolContext(
+            session=child_state,
+            project_root=ctx.project_root,
+            abort=ctx.abort,  # abort cascades
+            session_id=ctx.session_id,
+            session_dir=child_dir,
+            depth=depth,
+        )
+        gate = self.get_gate() if self.get_gate else PermissionGate()
+        hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS)
+        compact = self.get_compact() if self.get_compact else CompactOptions.from_env()
+        history: list[Message] = [user_message(input["prompt"])]
+        params = QueryParams(
+            messages=list(history),
+            system=self.system_prompt(str(ctx.session.cwd)),
+            tools=tools,
+            tool_context=child_ctx,
+            model=self._model(),
+            max_tokens=self.max_tokens,
+            max_turns=self.max_turns,
+            gate=gate,
+            hooks=hooks,
+            compact=compact,
+            replacement_state=ContentReplacementState(),
+            autocompact_state={},
+        )
+        transcript = Transcript(child_dir / "transcript.jsonl") if child_dir else None
+
+        def write(record: dict[str, Any]) -> None:
+            if transcript is not None:
+                try:
+                    transcript.append(record)
+                except OSError:
+                    pass
+
+        write({"type": "agent", "id": agent_id, "description": description, "depth": depth,
+               "tools": [t.name for t in tools], "parent_tool_use_id": ctx.tool_use_id, "created_at": time.time()})
+        write({"type": "message", "message": history[0]})
+        trace("agent.start", id=agent_id, description=description, depth=depth, tools=len(tools))
+        started = time.monotonic()
+        terminal: Terminal | None = None
+        tool_calls = 0
+        last_text = ""
+        try:
+            async with contextlib.aclosing(query(params, self.get_deps())) as events:
+                async for event in events:
+                    if isinstance(event, AssistantEvent):
+                        history.append(event.message)
+                        write({"type": "message", "message": event.message})
+                        usage.add(event.message.get("usage"))
+                        tool_calls += len(tool_uses(event.message))
+                        text = message_text(event.message).strip()
+                        if text:
+                            last_text = text
+                    elif isinstance(event, ToolResultsEvent):
+                        for m in [event.message, *event.extra_messages]:
+                            history.append(m)
+                            write({"type": "message", "message": m})
+                    elif isinstance(event, UserMessageEvent):
+                        history.append(event.message)
+                        write({"type": "message", "message": event.message})
+                    elif isinstance(event, HistoryReplacedEvent):
+                        history = list(event.messages)
+                        write({"type": "history_replaced", "messages": history})
+                    elif isinstance(event, RecordEvent):
+                        write(event.record)
+                    elif isinstance(event, Terminal):
+                        terminal = event
+        finally:
+            self._roll_up(ctx, usage)
+            reason = terminal.reason if terminal else "cancelled"
+            trace("agent.end", id=agent_id, reason=reason, turns=terminal.turns if terminal else 0,
+                  tool_calls=tool_calls, chars=len(last_text), input_tokens=usage.input_tokens,
+                  output_tokens=usage.output_tokens, seconds=f"{time.monotonic() - started:.2f}")
+            if transcript is not None:
+                transcript.close()
+        return self._result(description, terminal, last_text, tool_calls, usage)
+
+    def _roll_up(self, ctx: ToolContext, usage: Usage) -> None:
+        """The child's usage into the parent's totals, and a transcript record for resume (main agent)."""
+        if not usage.requests:
+            return
+        parent = ctx.session.extras.get("usage")
+        if isinstance(parent, Usage):
+            add_usage(parent, usage.as_dict(), usage.requests)
+        record = ctx.session.extras.get("record")
+        if callable(record):
+            with contextlib.suppress(Exception):
+                record({"type": USAGE_RECORD, "tool_use_id": ctx.tool_use_id, "usage": usage.as_dict(),
+                        "requests": usage.requests})
+
+    def _result(self, description: str, terminal: Any, text: str, tool_calls: int, usage: Usage) -> ToolOutput:
+        reason = terminal.reason if terminal is not None else "aborted"
+        turns = terminal.turns if terminal is not None else 0
+        summary = f"{turns} turns, {tool_calls} tool calls"
+        head = f"[Agent: {description}]\n"
+        if reason == "aborted":
+            body = "Agent aborted" + (f" (partial report below)\n{cap_tail(text)}" if text else ".")
+            return ToolOutput(head + body, is_error=True, summary="aborted")
+        if reason == "error":
+            err = terminal.error if terminal is not None else ""
+            body = f"Agent failed: {err or 'unknown error'}" + (f"\nLast report:\n{cap_tail(text)}" if text else "")
+            return ToolOutput(head + body, is_error=True, summary="failed")
+        if not text:
+            return ToolOutput(head + f"Agent finished without text ({reason}).", is_error=reason != "completed",
+                              summary=summary)
+        note = ""
+        if reason == "max_turns":
+            note = f"\n[The sub-agent stopped after {turns} turns (its turn limit); the report may be incomplete.]"
+        return ToolOutput(head + cap_tail(text) + note, summary=summary)
