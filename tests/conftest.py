@@ -58,7 +58,6 @@ def base_env(agent_home: Path, **extra: str | None) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT)
     env["NO_COLOR"] = "1"
     env["AGENT_ECHO_TOOL"] = "1"  # the test-only Echo tool the CLI scenarios call
-    env["AGENT_ECHO_TOOL"] = "1"  # the test-only Echo tool the CLI scenarios call
     for k, v in extra.items():
         if v is None:
             env.pop(k, None)
