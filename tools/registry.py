@@ -9,12 +9,17 @@ from tools.edit import EditTool
 from tools.glob import GlobTool
 from tools.grep import GrepTool
 from tools.read import ReadTool
+from tools.todo import TodoWriteTool
+from tools.web_fetch import WebFetchTool
+from tools.web_search import WebSearchTool
 from tools.write import WriteTool
 
 
 def default_tools(include_echo: bool = False, agent: Tool | None = None) -> list[Tool]:
     """The built-in tools. `include_echo` adds the test-only Echo tool (mock runs, CLI tests)."""
     tools: list[Tool] = [ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool()]
+    # Issue 9: web tools (WebSearch only when a search key is configured) and the plan tool.
+    tools += [WebFetchTool(), WebSearchTool(), TodoWriteTool()]
     if agent is not None:  # the Agent tool needs the engine's deps and tools: built by agent/app.py
         tools.append(agent)
     if include_echo:
