@@ -91,7 +91,7 @@ def diff_lines(name: str, input: dict[str, Any], cwd: Path | None = None) -> lis
             before.splitlines(), after.splitlines(), fromfile=f"a/{file_path}", tofile=f"b/{file_path}", lineterm=""
         )
     )
-    return lines
+    return lines or None
 
 
 def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
@@ -157,6 +157,8 @@ class Renderer:
         self._tool_live: Live | None = None
         self._pending_diffs: dict[str, list[str]] = {}
         self.shown_diffs: set[str] = set()  # fingerprints whose diff was shown in a permission question
+        # True while the front end asks the user something: no live region may redraw meanwhile.
+        self.asking = False
 
     # -- text --------------------------------------------------------------------------------
     def _markdown(self, text: str) -> Markdown:
@@ -164,7 +166,7 @@ class Renderer:
 
     def _text_delta(self, delta: str) -> None:
         self._stop_tools_live()
-        if not self.live_enabled:
+        if not self.live_enabled or self.asking:
             self.console.file.write(delta)
             self.console.file.flush()
             self._printed_plain = True
@@ -213,7 +215,7 @@ class Renderer:
         return Group(*(Spinner("dots", text=Text(label, style="bold")) for label in self._running.values()))
 
     def _refresh_tools_live(self) -> None:
-        if not self.live_enabled:
+        if not self.live_enabled or self.asking:
             return
         if not self._running:
             self._stop_tools_live()
@@ -237,6 +239,7 @@ class Renderer:
         self._stop_tools_live()
 
     def resume_live(self) -> None:
+        self.asking = False
         self._refresh_tools_live()
 
     def _tool_start(self, ev: ToolStartEvent) -> None:
@@ -316,9 +319,8 @@ class Renderer:
     def permission_question(self, tool_name: str, label: str, input: dict[str, Any], reason: str = "") -> None:
         """Print the question's body: the tool, its target and, for Edit/Write, the diff."""
         self.pause()
-        head = Text("Permission: ", style="bold yellow")
-        head.append(tool_name, style="bold")
-        self.console.print(head)
+        self.asking = True
+        self.console.print(Text(f"Permission: {tool_name}", style="bold yellow"))
         self.console.print(Text(f"  {label}"))
         if reason:
             self.console.print(Text(f"  {reason}", style="dim"))

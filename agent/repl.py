@@ -33,6 +33,7 @@ from agent.app import AppOptions, ResumeError, build_engine, load_resume_target
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.config import project_dir
 from agent.render import Renderer, make_console
+from agent.trace import trace
 from tools.permissions import Answer, PermissionRequest
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
@@ -179,6 +180,7 @@ class Repl:
         self._raw_stdin = raw_stdin
         self._saved_tty: Any = None
         self._sigint_installed = False
+        self._typeahead = ""  # text typed while a turn ran (cbreak mode), offered at the next prompt
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
 
@@ -192,7 +194,9 @@ class Repl:
         self.console.print(Text(text, style=style))
 
     async def _question(self, message: str, key_bindings: KeyBindings | None = None) -> str:
-        return await self._question_session.prompt_async(message, key_bindings=key_bindings)
+        return await self._question_session.prompt_async(
+            message, key_bindings=key_bindings, set_exception_handler=False
+        )
 
     async def pick(self, title: str, options: list[tuple[str, str]]) -> str | None:
         self.say(title, "bold")
@@ -231,14 +235,15 @@ class Repl:
             answer = (answer or "").strip().lower()
             if answer in ("y", "yes"):
                 self.say("Allowed once.", "dim")
-                self.renderer.resume_live()
-                return "once"
-            if answer in ("a", "always"):
+                result: Answer = "once"
+            elif answer in ("a", "always"):
                 self.say(f"Allowed {request.tool.name} for this session.", "dim")
-                self.renderer.resume_live()
-                return "always"
-            self.say("Denied.", "yellow")
-            return "deny"
+                result = "always"
+            else:
+                self.say("Denied.", "yellow")
+                result = "deny"
+            self.renderer.resume_live()
+            return result
 
     # -- interrupts ----------------------------------------------------------------------------
     def interrupt(self) -> None:
@@ -293,8 +298,28 @@ class Repl:
             data = os.read(fd, 1024)
         except OSError:
             return
-        if data == b"\x1b":  # a lone Esc, not an arrow key's escape sequence
-            self._esc()
+        self._take_keys(data.decode("utf-8", "ignore"))
+
+    def _take_keys(self, text: str) -> None:
+        """Keys typed while a turn runs: a lone Esc interrupts; other text is kept for the next prompt."""
+        i = 0
+        while i < len(text):
+            ch = text[i]
+            if ch == "\x1b":
+                if i + 1 < len(text) and text[i + 1] in "[O":  # an arrow / function key: skip it
+                    i += 2
+                    while i < len(text) and not ("@" <= text[i] <= "~"):
+                        i += 1
+                    i += 1
+                    continue
+                self._esc()
+            elif ch in "\x7f\x08":
+                self._typeahead = self._typeahead[:-1]
+            elif ch in "\r\n":
+                self._typeahead += "\n"
+            elif ch.isprintable() or ch == "\t":
+                self._typeahead += ch
+            i += 1
 
     def _stop_esc_reader(self) -> None:
         if self._saved_tty is None:
@@ -372,7 +397,14 @@ class Repl:
         await self.run_turn(text)
         return None
 
+    @staticmethod
+    def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        # A stray task's exception (a tool's helper task, say) must not garble the screen.
+        exc = context.get("exception")
+        trace("repl.loop_exception", message=context.get("message", ""), error=type(exc).__name__ if exc else "")
+
     async def run(self, continue_: bool = False, resume: str | None = None) -> int:
+        asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         code = self.start(continue_, resume)
         if code is not None:
             self.engine.close()
@@ -380,7 +412,8 @@ class Repl:
         try:
             while True:
                 try:
-                    line = await self.session.prompt_async(PROMPT)
+                    typed, self._typeahead = self._typeahead.strip("\n"), ""
+                    line = await self.session.prompt_async(PROMPT, default=typed, set_exception_handler=False)
                 except KeyboardInterrupt:
                     now = self.clock()
                     last = self._last_idle_interrupt

@@ -425,3 +425,9 @@ def test_edit_diff_uses_the_file(tmp_path: Path) -> None:
     assert diff_lines("Read", {"file_path": "a.py"}, tmp_path) is None
     new = diff_lines("Write", {"file_path": "new.py", "content": "hi\n"}, tmp_path)
     assert new is not None and "+hi" in new
+
+
+def test_keys_typed_during_a_turn_become_the_next_prompt(project: Path) -> None:
+    repl, _ = make_repl(project, ScriptedModel([]), None)
+    repl._take_keys("ab\x7fc\x1b[Ad\rmore")
+    assert repl._typeahead == "acd\nmore"

@@ -37,6 +37,7 @@ def spawn(cli, *args: str, with_fake: bool = True, **env: str):
         timeout=TIMEOUT,
         dimensions=(40, 120),
     )
+    child.logfile_read = open(os.environ.get("PTY_LOG", os.devnull), "a")
     child.expect_exact("Ctrl-D exits")
     child.expect_exact(PROMPT_READY)
     return child
@@ -125,7 +126,7 @@ def test_approve_an_edit_shows_the_diff(cli, fake_anthropic) -> None:
         "Editing.", tool_block("Edit", {"file_path": "app.py", "old_string": "'hello'", "new_string": "'hi'"})
     )
     fake_anthropic.text("Edited the greeting.")
-    child = spawn(cli)
+    child = spawn(cli, TRACE=os.environ.get("PTY_TRACE", "0"))
     child.send("change the greeting\r")
     child.expect_exact("Permission: Edit")
     child.expect_exact("+greeting = 'hi'")
@@ -209,3 +210,27 @@ def test_kill_9_mid_turn_then_continue_sends_a_well_formed_history(cli, fake_ant
     assert uses == results == ["toolu_echo_1"]
     assert "first result" in str(sent)
     assert "are you there?" in str(sent[-1])
+
+
+def test_text_typed_during_a_turn_is_offered_at_the_next_prompt(cli, fake_anthropic) -> None:
+    gate = threading.Event()
+    fake_anthropic.reply("Working on it for a long while", gate=gate)
+    fake_anthropic.text("Got the follow-up.")
+    child = spawn(cli)
+    try:
+        child.send("start\r")
+        child.expect_exact("Work")
+        child.send("follow-up question")
+        time.sleep(0.3)  # let the reader take the keys before the interrupt (ordering, not timing)
+        child.send("\x03")
+        child.expect_exact("Interrupted")
+        child.expect_exact(PROMPT_READY)
+        child.expect_exact("follow-up question")  # pre-filled in the prompt
+        child.send("\r")
+        child.expect_exact("Got the follow-up.")
+        child.expect_exact(PROMPT_READY)
+        child.send("\x04")
+        assert finish(child) == 0
+    finally:
+        gate.set()
+    assert "follow-up question" in str(fake_anthropic.requests[-1].messages[-1])
