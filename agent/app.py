@@ -63,6 +63,10 @@ def build_engine(
     engine.skills = skills
     engine.prompt_builder = prompt
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
+    # Spill files (issue 4): remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
+    from services.spill_cleanup import cleanup_spill_dirs
+
+    cleanup_spill_dirs(home=home)
     return engine
 
 
