@@ -23,7 +23,15 @@ from agent.events import (
     ToolResultsEvent,
     UserMessageEvent,
 )
-from agent.messages import Message, assistant_message, message_text, text_block, tool_uses, to_api, user_message
+from agent.messages import (
+    Message,
+    assistant_message,
+    message_text,
+    text_block,
+    to_api,
+    tool_uses,
+    user_message,
+)
 from agent.model.types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
 from agent.trace import trace
 from services.compact.autocompact import AutocompactContext
