@@ -29,12 +29,16 @@ from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
 from rich.text import Text
 
-from agent.app import AppOptions, ResumeError, build_engine, load_resume_target
+from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.config import project_dir
+from agent.events import ToolEndEvent
+from agent.mcp_commands import register_mcp_commands
 from agent.render import Renderer, make_console
+from agent.skill_commands import register_skill_commands
 from agent.trace import trace
 from tools.permissions import Answer, PermissionRequest
+from tools.todo import format_todos
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
 DOUBLE_PRESS_WINDOW = 1.0  # seconds: a second Ctrl-C at an empty prompt within this exits
@@ -148,6 +152,8 @@ class Repl:
         self.clock = clock
         self.router = router or default_router()
         self.engine = build_engine(opts, deps=deps, ask=self.ask)
+        register_skill_commands(self.router, getattr(self.engine, "skills", []) or [])
+        self.mcp: Any = None
         self.renderer = Renderer(self.console, {t.name: t for t in self.engine.tools}, self.cwd)
         self._pt_input = input
         self._pt_output = output
@@ -339,6 +345,9 @@ class Repl:
         async def consume() -> None:
             async for ev in self.engine.run_turn(text, inject_before=inject or None):
                 self.renderer.event(ev)
+                if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
+                    # The plan changed: show it compactly.
+                    self.say(format_todos(self.engine.state.extras.get("todos") or []), "dim")
 
         self._aborting = False
         task = asyncio.ensure_future(consume())
@@ -394,8 +403,22 @@ class Repl:
                 turn_text, inject = result.run_turn
                 await self.run_turn(turn_text, inject)
             return None
-        await self.run_turn(text)
+        inject: list = []
+        if self.mcp is not None and "@" in text:
+            inject, warnings = await self.mcp.expand_mentions(text)
+            for w in warnings:
+                self.say(f"warning: {w}", "yellow")
+        await self.run_turn(text, inject or None)
         return None
+
+    async def start_mcp(self) -> None:
+        """Connect MCP servers (if any are configured): their tools, `/mcp` and prompt commands."""
+        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"))
+        register_mcp_commands(self.router, self.mcp)
+        if self.mcp is not None:
+            tools = self.mcp.tools()
+            self.engine.tools.extend(tools)
+            self.renderer.tools.update({t.name: t for t in tools})
 
     @staticmethod
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -410,6 +433,7 @@ class Repl:
             self.engine.close()
             return code
         try:
+            await self.start_mcp()
             while True:
                 try:
                     typed, self._typeahead = self._typeahead.strip("\n"), ""
@@ -431,6 +455,8 @@ class Repl:
         finally:
             self.renderer.close()
             self.engine.close()
+            if self.mcp is not None:
+                await self.mcp.close()
 
 
 def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None) -> int:
