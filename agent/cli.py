@@ -130,6 +130,8 @@ def run(
 
             code = run_repl(opts, continue_=continue_, resume=resume)
         else:
+            if resume == PICK_SESSION:
+                fail("--resume without an id picks a session in the REPL; in one-shot runs pass the id", EXIT_USAGE)
             from agent.oneshot import run_oneshot
 
             code = run_oneshot(opts, text, output_format, continue_=continue_, resume=resume)
@@ -138,9 +140,25 @@ def run(
     raise typer.Exit(code)
 
 
+# `-r`/`--resume` with no id opens a picker (in the REPL); typer options need a value, so a bare flag
+# gets this sentinel before parsing.
+PICK_SESSION = "@pick"
+
+
+def with_resume_sentinel(argv: list[str]) -> list[str]:
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg in ("-r", "--resume") and (i + 1 == len(out) or out[i + 1].startswith("-")):
+            out.insert(i + 1, PICK_SESSION)
+            break
+    return out
+
+
 def main() -> None:
     try:
-        app()
+        app(args=with_resume_sentinel(sys.argv[1:]), prog_name="agent")
     except KeyboardInterrupt:
         sys.stderr.write("Interrupted\n")
         sys.exit(EXIT_INTERRUPTED)

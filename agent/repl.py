@@ -428,7 +428,13 @@ class Repl:
 
     async def run(self, continue_: bool = False, resume: str | None = None) -> int:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
-        code = self.start(continue_, resume)
+        from agent.cli import PICK_SESSION
+        from agent.commands import cmd_resume
+
+        pick = resume == PICK_SESSION
+        code = self.start(continue_, None if pick else resume)
+        if code is None and pick:
+            await cmd_resume(self.ctx, "")
         if code is not None:
             self.engine.close()
             return code

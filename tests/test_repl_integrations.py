@@ -50,3 +50,42 @@ async def test_mcp_status_prompt_command_and_mention(project: Path) -> None:  # 
     second = "\n".join(user_texts(model.requests[1]))
     assert "Book trains, not planes" in second
     assert repl.mcp is not None and not repl.mcp.connected()  # closed on exit
+
+
+def test_bare_resume_flag_gets_the_pick_sentinel() -> None:
+    from agent.cli import PICK_SESSION, with_resume_sentinel
+
+    assert with_resume_sentinel(["-r"]) == ["-r", PICK_SESSION]
+    assert with_resume_sentinel(["--resume", "--mock"]) == ["--resume", PICK_SESSION, "--mock"]
+    assert with_resume_sentinel(["-r", "20261202-abc"]) == ["-r", "20261202-abc"]
+    assert with_resume_sentinel(["--", "-r"]) == ["--", "-r"]
+
+
+async def test_resume_without_id_opens_the_picker(project: Path) -> None:  # noqa: F811
+    from agent.cli import PICK_SESSION
+
+    first = ScriptedModel([reply("first answer")])
+    with create_pipe_input() as inp:
+        repl, _ = make_repl(project, first, inp)
+        inp.send_text("remember this\r\x04")
+        assert await repl.run() == 0
+    earlier = repl.engine.session_id
+    second = ScriptedModel([reply("resumed answer")])
+    with create_pipe_input() as inp:
+        repl2, buf = make_repl(project, second, inp)
+        inp.send_text("1\r")  # pick the first session in the list
+        inp.send_text("go on\r\x04")
+        assert await repl2.run(resume=PICK_SESSION) == 0
+    assert repl2.engine.session_id == earlier
+    assert "remember this" in user_texts(second.requests[0])
+
+
+def test_bare_resume_in_one_shot_is_a_usage_error(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    env = {**os.environ, "AGENT_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, "-m", "agent", "-r", "--mock", "task"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 2
+    assert "picks a session in the REPL" in proc.stderr
