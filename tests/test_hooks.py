@@ -26,6 +26,7 @@ from services.hooks.command import (
     parse_hooks_config,
     run_hook_command,
 )
+from tests.procs import pid_alive as _alive
 
 PY = sys.executable
 
@@ -282,17 +283,6 @@ async def test_config_read_once_and_on_change(proj, tmp_path):
 
 
 # -- timeouts kill the process group --------------------------------------------------------------------------------
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 async def test_a_hung_hook_is_killed_with_its_children(tmp_path):

@@ -19,6 +19,8 @@ pexpect = pytest.importorskip("pexpect")
 
 from fake_anthropic import tool_block  # noqa: E402
 
+from tests.procs import pid_alive as _alive  # noqa: E402
+
 PROMPT_READY = "\x1b[?2004h"
 TIMEOUT = 30
 
@@ -139,19 +141,6 @@ def test_approve_an_edit_shows_the_diff(cli, fake_anthropic) -> None:
     assert target.read_text() == "greeting = 'hi'\n"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie is gone for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except OSError:
-        return True
 
 
 @pytest.mark.skipif("Bash" not in _tool_names(), reason="the Bash tool is not in this build")

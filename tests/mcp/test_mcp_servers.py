@@ -21,6 +21,7 @@ import pytest
 import pytest_asyncio
 
 from services.mcp.manager import MAX_MENTION_CHARS, McpError, McpManager
+from tests.procs import pid_alive as alive
 from tools.base import SessionState, ToolContext
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -46,16 +47,6 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], deadline: float) -> 
     raise RuntimeError("HTTP test server did not start")
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 class Env:

@@ -7,20 +7,8 @@ import os
 import time
 from pathlib import Path
 
+from tests.procs import pid_alive as _alive
 from tools.bash import BashTool
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purpose.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 async def _wait_dead(pid: int, seconds: float = 10) -> bool:
