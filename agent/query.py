@@ -35,6 +35,7 @@ from agent.messages import (
 from agent.model.types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
 from agent.trace import trace
 from services.compact.autocompact import AutocompactContext
+from services.compact.budget import decide_new_results
 from services.compact.options import CompactOptions
 from services.compact.pipeline import run_outbound_pipeline, visible_result_ids
 from services.compact.state import ContentReplacementState
@@ -235,6 +236,14 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                 yield item
         assert outcome is not None
         results_msg = user_message(list(outcome.results))
+        if params.compact.enabled:
+            # Stage 1 decides now, so the history and the transcript keep the pointer, not the original.
+            decided = decide_new_results(assistant, results_msg, params.replacement_state, params.compact, env)
+            results_msg = decided.messages[0]
+            for rec in decided.records:
+                yield RecordEvent(rec)
+            for kind, text in decided.notices:
+                yield NoticeEvent(kind, text)
         messages.append(results_msg)
         messages.extend(outcome.new_messages)
         yield ToolResultsEvent(results_msg, list(outcome.new_messages))

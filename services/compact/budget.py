@@ -70,87 +70,136 @@ def apply_tool_result_budget(
 ) -> StageResult:
     names: dict[str, str] = {}
     out: list[Message] | None = None
-    records: list[dict[str, Any]] = []
-    notices: list[tuple[str, str]] = []
-    counts = {"spilled": 0, "reapplied": 0, "frozen": 0, "total_before": 0, "total_after": 0}
-    replacements, seen = state.replacements, state.seen
+    result = StageResult(messages)
+    counts = _counts()
     over = False
-
     for mi, m in enumerate(messages):
-        content = m.get("content")
         if m.get("role") == "assistant":
-            if isinstance(content, list):
-                for b in content:
-                    if b.get("type") == "tool_use":
-                        names[b["id"]] = b["name"]  # type: ignore[typeddict-item]
+            _note_names(m, names)
             continue
-        if not isinstance(content, list):
-            continue
-        new_blocks: dict[int, Any] = {}
-        fresh: list[_Fresh] = []
-        total = 0  # what this message sends, as decided so far (fresh at full size)
-        before = 0
-        for bi, b in enumerate(content):
-            if b.get("type") != "tool_result":
-                continue
-            tid = b["tool_use_id"]  # type: ignore[typeddict-item]
-            c = b["content"]  # type: ignore[typeddict-item]
-            rep = replacements.get(tid)
-            if rep is not None:
-                size = len(c) if isinstance(c, str) else len(result_text(c))
-                before += size
-                if c is not rep and c != rep:
-                    new_blocks[bi] = {**b, "content": rep}
-                counts["reapplied"] += 1
-                total += len(rep)
-                continue
-            if _is_empty(c):
-                marker = empty_marker(names.get(tid, "Tool"))
-                new_blocks[bi] = {**b, "content": marker}
-                total += len(marker)
-                continue
-            if isinstance(c, str):
-                text = c
-            elif has_image(c):  # image-bearing results are never spilled; measured by their text
-                size = len(result_text(c))
-                before += size
-                total += size
-                continue
-            else:
-                text = result_text(c)
-            size = len(text)
-            before += size
-            total += size
-            if tid in seen:
-                counts["frozen"] += 1
-                continue
-            if is_persisted(text):
-                continue
-            name = names.get(tid, "")
-            limit = result_threshold(name, opts, env)
-            if limit == math.inf:  # self-bounded (Read): exempt, never a candidate, no decision to record
-                continue
-            fresh.append(_Fresh(bi, tid, name, text, limit))
-        counts["total_before"] += before
-
-        if fresh and env.spill_dir is not None:
-            total = _decide(fresh, total, state, opts, env, records, notices, counts)
-            for f in fresh:
-                if f.spilled is not None:
-                    new_blocks[f.index] = {**content[f.index], "content": f.spilled}
-        counts["total_after"] += total
+        new_m, total = _budget_message(m, names, state, opts, env, result, counts)
         over = over or total > opts.max_turn_tool_result_chars
-        if new_blocks:
+        if new_m is not m:
             if out is None:
                 out = list(messages)
-            blocks = list(content)
-            for bi, nb in new_blocks.items():
-                blocks[bi] = nb
-            out[mi] = {**m, "content": blocks}  # type: ignore[typeddict-item]
-
+            out[mi] = new_m
     if counts["spilled"] or counts["reapplied"] or over:
         trace(f"compact.run stage={STAGE}", **counts)
-    return StageResult(out if out is not None else messages, records, notices)
+    if out is not None:
+        result.messages = out
+    return result
+
+
+def decide_new_results(
+    assistant: Message,
+    results: Message,
+    state: ContentReplacementState,
+    opts: CompactOptions,
+    env: PipelineEnv,
+) -> StageResult:
+    """Stage 1's decisions for one fresh tool-results message, taken as it arrives.
+
+    The loop calls this before the message enters the history and the transcript, so both hold the
+    replacement, not the spilled original (a resumed session never reloads megabytes the model will
+    not see again). The pipeline's stage 1 then finds these ids decided and re-applies them; it would
+    take the same decisions itself, since they depend only on this message and the state.
+    """
+    names: dict[str, str] = {}
+    _note_names(assistant, names)
+    result = StageResult([results])
+    counts = _counts()
+    new_m, total = _budget_message(results, names, state, opts, env, result, counts)
+    if counts["spilled"] or total > opts.max_turn_tool_result_chars:
+        trace(f"compact.run stage={STAGE}", **counts)
+    result.messages = [new_m]
+    return result
+
+
+def _counts() -> dict[str, int]:
+    return {"spilled": 0, "reapplied": 0, "frozen": 0, "total_before": 0, "total_after": 0}
+
+
+def _note_names(m: Message, names: dict[str, str]) -> None:
+    content = m.get("content")
+    if isinstance(content, list):
+        for b in content:
+            if b.get("type") == "tool_use":
+                names[b["id"]] = b["name"]  # type: ignore[typeddict-item]
+
+
+def _budget_message(
+    m: Message,
+    names: dict[str, str],
+    state: ContentReplacementState,
+    opts: CompactOptions,
+    env: PipelineEnv,
+    result: StageResult,
+    counts: dict[str, int],
+) -> tuple[Message, int]:
+    """One user message through stage 1: (the message, copied only if changed; what it sends)."""
+    content = m.get("content")
+    if not isinstance(content, list):
+        return m, 0
+    replacements, seen = state.replacements, state.seen
+    new_blocks: dict[int, Any] = {}
+    fresh: list[_Fresh] = []
+    total = 0  # what this message sends, as decided so far (fresh at full size)
+    before = 0
+    for bi, b in enumerate(content):
+        if b.get("type") != "tool_result":
+            continue
+        tid = b["tool_use_id"]  # type: ignore[typeddict-item]
+        c = b["content"]  # type: ignore[typeddict-item]
+        rep = replacements.get(tid)
+        if rep is not None:
+            size = len(c) if isinstance(c, str) else len(result_text(c))
+            before += size
+            if c is not rep and c != rep:
+                new_blocks[bi] = {**b, "content": rep}
+            counts["reapplied"] += 1
+            total += len(rep)
+            continue
+        if _is_empty(c):
+            marker = empty_marker(names.get(tid, "Tool"))
+            new_blocks[bi] = {**b, "content": marker}
+            total += len(marker)
+            continue
+        if isinstance(c, str):
+            text = c
+        elif has_image(c):  # image-bearing results are never spilled; measured by their text
+            size = len(result_text(c))
+            before += size
+            total += size
+            continue
+        else:
+            text = result_text(c)
+        size = len(text)
+        before += size
+        total += size
+        if tid in seen:
+            counts["frozen"] += 1
+            continue
+        if is_persisted(text):
+            continue
+        name = names.get(tid, "")
+        limit = result_threshold(name, opts, env)
+        if limit == math.inf:  # self-bounded (Read): exempt, never a candidate, no decision to record
+            continue
+        fresh.append(_Fresh(bi, tid, name, text, limit))
+    counts["total_before"] += before
+
+    if fresh and env.spill_dir is not None:
+        total = _decide(fresh, total, state, opts, env, result.records, result.notices, counts)
+        for f in fresh:
+            if f.spilled is not None:
+                new_blocks[f.index] = {**content[f.index], "content": f.spilled}
+    counts["total_after"] += total
+    if not new_blocks:
+        return m, total
+    blocks = list(content)
+    for bi, nb in new_blocks.items():
+        blocks[bi] = nb
+    return {**m, "content": blocks}, total  # type: ignore[typeddict-item]
 
 
 def _decide(

@@ -18,6 +18,7 @@ from agent.messages import (
     text_block,
     to_api,
     tool_result_block,
+    tool_results,
     tool_use_block,
     user_message,
 )
@@ -339,6 +340,53 @@ async def test_resume_from_transcript_reproduces_outbound_bytes(tmp_path, monkey
     assert json.dumps(resumed[: len(prefix)]) == last
     lines = [json.loads(x) for x in engine.paths.transcript.read_text().splitlines()]
     assert len([x for x in lines if x.get("type") == "decision" and x.get("stage") == "budget"]) == 4
+
+
+async def test_transcript_and_history_keep_the_pointer_not_the_original(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    compact = CompactOptions(autocompact=False, max_tool_result_chars=50_000)
+    model = ScriptedModel([reply(tool_call("BigOut", {"n": 300_000, "c": "q"})), reply("done")])
+    engine = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [BigOut()], QueryDeps(model))
+    async for _ in engine.run_turn("one huge output"):
+        pass
+    engine.close()
+    transcript = engine.paths.transcript.read_text()
+    assert "q" * 3000 not in transcript  # the 300 KB original is only in the spill file
+    assert len(transcript) < 20_000
+    spilled = next((engine.session_dir / "tool-results").glob("*.txt"))
+    assert spilled.read_text() == "q" * 300_000
+    held = [r["content"] for m in engine.messages for r in tool_results(m)]
+    assert len(held) == 1 and held[0].startswith(PERSISTED_OUTPUT_TAG)
+    # What the model was sent is exactly what the history and the transcript hold.
+    sent = [r["content"] for m in model.requests[-1].messages for r in tool_results(m)]
+    assert sent == held
+    loaded = load_transcript(engine.paths.transcript)
+    assert [r["content"] for m in loaded.messages for r in tool_results(m)] == held
+
+
+async def test_old_transcript_with_the_original_resumes_to_the_same_bytes(tmp_path, monkeypatch):
+    """Transcripts written before decisions were taken on arrival stored the original: still fine."""
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    compact = CompactOptions(autocompact=False, max_tool_result_chars=50_000)
+    model = ScriptedModel([reply(tool_call("BigOut", {"n": 80_000, "c": "z"})), reply("done")])
+    engine = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [BigOut()], QueryDeps(model))
+    async for _ in engine.run_turn("big"):
+        pass
+    engine.close()
+    last = json.dumps(model.requests[-1].messages)
+    # Rewrite the transcript the old way: the message record carries the whole original.
+    lines = [json.loads(x) for x in engine.paths.transcript.read_text().splitlines()]
+    for rec in lines:
+        for r in tool_results(rec.get("message") or {"content": []}):
+            r["content"] = "z" * 80_000
+    engine.paths.transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    model2 = ScriptedModel([reply("again")])
+    engine2 = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [BigOut()], QueryDeps(model2))
+    engine2.resume(load_transcript(engine.paths.transcript))
+    async for _ in engine2.run_turn("next"):
+        pass
+    engine2.close()
+    assert json.dumps(model2.requests[0].messages[: len(json.loads(last))]) == last
 
 
 # -- cleanup ---------------------------------------------------------------------------------------------
