@@ -57,7 +57,7 @@ from agent.model.scripted import reply, tool_call  # noqa: E402
 from agent.model.types import ModelRequest  # noqa: E402
 from services.compact.estimate import estimate_outbound_chars, result_chars  # noqa: E402
 from services.compact.micro import is_compactable_tool_name, placeholder_for  # noqa: E402
-from services.compact.options import CompactOptions  # noqa: E402
+from services.compact.options import DEFAULT_THRESHOLD_CHARS, CompactOptions  # noqa: E402
 from services.compact.pipeline import run_outbound_pipeline  # noqa: E402
 from services.compact.state import ContentReplacementState  # noqa: E402
 from services.compact.types import PipelineEnv, StageResult  # noqa: E402
@@ -68,9 +68,10 @@ INPUT_PRICE = 3.0 / 1_000_000  # $ per input token
 CACHE_READ, CACHE_WRITE = 0.1, 1.25
 SYSTEM = "You are a coding agent. Use the tools to read, search, run and edit code. " * 20
 TASKS = 8
-# "ours" runs with every default (COMPACT_THRESHOLD_CHARS=80000, the seed's); "ours@160k" shows the
-# same policy with a threshold of 160000 chars (~40k tokens, a fifth of a 200k window).
-OURS_THRESHOLDS = {"ours": 80_000, "ours@160k": 160_000}
+# "ours" runs with every default (COMPACT_THRESHOLD_CHARS=240000); "ours@80k" is the same policy at the
+# seed's 80000 chars, to show why the default moved (its share ceiling is under 0.9).
+OURS_THRESHOLDS = {"ours": DEFAULT_THRESHOLD_CHARS, "ours@80k": 80_000}
+SEEDS = (7, 11, 13, 17)  # the main table replays seed 7; the robustness table all of them
 ACTIONS_PER_TASK = 19
 
 # ---------------------------------------------------------------------------------------------
@@ -338,11 +339,16 @@ class Metrics:
     peak: int = 0
     cost: float = 0.0
     shares: list[float] = field(default_factory=list)
+    # Tokens no policy could serve from the cache: what is new since the previous request.
+    new_tokens: int = 0
     prev: bytes = b""
 
     def observe(self, body: bytes) -> int:
         size = len(body) // 4
         prefix = common_prefix(self.prev, body) // 4
+        prev_size = len(self.prev) // 4
+        # An extension of the previous request: all of the rest is new. A rewritten one: at most its growth.
+        self.new_tokens += size - prefix if prefix >= prev_size - 1 else max(0, size - prev_size)
         self.prev = body
         self.calls += 1
         self.tokens += size
@@ -561,12 +567,14 @@ def main() -> int:
             str(m.rereads),
             f"{m.tokens:,}",
             f"{m.prefix_tokens / m.tokens:.3f}",
+            f"{1 - m.new_tokens / m.tokens:.3f}",
             f"{mean_share:.3f} / {statistics.median(m.shares):.3f}",
             f"${m.cost:.2f}",
             f"${nocache:.2f}",
             f"{m.peak:,}",
         ])
-    table(rows, ["policy", "calls", "re-reads", "input tokens", "cacheable share", "per-request mean / median",
+    table(rows, ["policy", "calls", "re-reads", "input tokens", "cacheable share", "share ceiling",
+                 "per-request mean / median",
                  "cost (cached)", "cost (no cache)", "peak request"])
     none, mini = results["none"], results["mini"]
     ok_all = True
@@ -574,7 +582,8 @@ def main() -> int:
         ours = results[name]
         share = ours.prefix_tokens / ours.tokens
         ok = share >= 0.9 and ours.cost < none.cost and ours.cost < mini.cost
-        ok_all = ok_all and ok
+        if name == "ours":  # the default; ours@80k is shown for comparison
+            ok_all = ok_all and ok
         print(
             f"{name}: cost {ours.cost / none.cost:.2f}x none, {ours.cost / mini.cost:.2f}x mini; tokens "
             f"{ours.tokens / none.tokens:.2f}x none, {ours.tokens / mini.tokens:.2f}x mini; share {share:.3f} "
@@ -582,10 +591,31 @@ def main() -> int:
             f"{'met' if ok else 'NOT met'}"
         )
     print(
-        "note: a request's cacheable share is capped by the new content it carries (each new tool result\n"
-        "is written once); each clearing batch rewrites what stays whole after it (~ the low-water mark), so\n"
-        "at an 80k-char threshold with 100 KB reads the share settles near 0.85 while the cost is lowest."
+        "share ceiling: 1 - (tokens new since the previous request) / (tokens sent); no policy can cache\n"
+        "new content, so a threshold whose ceiling is under 0.9 cannot reach the target however it clears."
     )
+    print("\n### Robustness: the same policies on other scripted sessions (seeds)")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["AGENT_HOME"] = str(Path(tmp) / "home")
+        for seed in SEEDS:
+            if seed == 7:
+                got = results
+            else:
+                other = build_script(seed)
+                got = {p: asyncio.run(replay(other, p, Path(tmp) / f"{seed}")) for p in ("none", "mini", "ours")}
+            o, n, mi = got["ours"], got["none"], got["mini"]
+            share = o.prefix_tokens / o.tokens
+            ok = share >= 0.9 and o.cost < n.cost and o.cost < mi.cost
+            ok_all = ok_all and ok
+            rows.append([
+                str(seed), f"{share:.3f}", f"{mi.prefix_tokens / mi.tokens:.3f}", f"${o.cost:.2f}", f"${n.cost:.2f}",
+                f"${mi.cost:.2f}", f"{o.cost / n.cost:.2f}x / {o.cost / mi.cost:.2f}x", f"{o.rereads} / {mi.rereads}",
+                "met" if ok else "NOT met",
+            ])
+    table(rows, ["seed", "ours share", "mini share", "ours cost", "none cost", "mini cost",
+                 "ours vs none / mini", "re-reads ours / mini", "target"])
+    print(f"all targets: {'met' if ok_all else 'NOT met'}")
     print("\n### Pipeline time per call on a 20 MB history")
     table(time_pipeline(script), ["measure", "time", "ratio"])
     return 0
