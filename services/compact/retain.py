@@ -10,18 +10,19 @@ nothing more is dropped"). Still over and longer than `max_messages`: the outbou
 so no tool_result is ever orphaned. When there is no user text message to cut at (one long agentic
 turn, react-agent-mini's bug B5), the tail starts at an assistant message whose tool round is complete
 (every tool_result in the tail has its tool_use in the tail). The cut point moves in steps of half
-the tail budget, so consecutive requests keep sharing their prefix. History is never touched.
+the tail budget, so consecutive requests keep sharing their prefix; each move is a `decision` record
+(stage `retain`), so a resumed session omits the same messages. History is never touched.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from agent.messages import Message, is_user_text_message, message_text, tool_results, tool_uses, user_message
 from agent.trace import trace
 from services.compact.estimate import estimate_outbound_chars
 from services.compact.options import CompactOptions
+from services.compact.state import ContentReplacementState, RetainMemo
 from services.compact.types import StageResult
 
 OMITTED_TEMPLATE = "[{n} earlier messages omitted]"
@@ -80,15 +81,6 @@ def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> b
     return estimated - freed <= opts.threshold or freed >= batch
 
 
-@dataclass
-class RetainMemo:
-    """The last cut, kept between calls so the cut never moves back (monotonic, like micro)."""
-
-    cut: int
-    head: int
-    first: object  # the first history message: a replaced history (a summary) resets the memo
-
-
 def _memo_of(state: Any) -> RetainMemo | None:
     return getattr(state, "retain_memo", None) if state is not None else None
 
@@ -98,7 +90,9 @@ def valid_memo(state: Any, messages: list[Message]) -> RetainMemo | None:
     memo = _memo_of(state)
     if memo is None or not messages or memo.cut > len(messages):
         return None
-    if messages[0] is not memo.first and messages[0] != memo.first:
+    if memo.first is None:  # rebuilt from the transcript: it applies to the history loaded with it
+        memo.first = messages[0]
+    elif messages[0] is not memo.first and messages[0] != memo.first:
         return None
     return memo
 
@@ -126,11 +120,13 @@ def apply_retain_tail_if_needed(
         cut = find_cut(messages, head, budget)
         if cut is None or not _worth_it(messages[head:cut], estimated, opts):
             return StageResult(messages)
-    if state is not None:
-        try:
-            state.retain_memo = RetainMemo(cut, head, messages[0])
-        except AttributeError:
-            pass
+    records = []
+    if memo is None or memo.cut != cut or memo.head != head:
+        new_memo = RetainMemo(cut, head, messages[0])
+        if isinstance(state, ContentReplacementState):
+            records.append(state.record_retain(new_memo))
+        elif state is not None:
+            state.retain_memo = new_memo
     dropped = cut - head
     out = [*messages[:head], omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
     notices = []
@@ -143,4 +139,4 @@ def apply_retain_tail_if_needed(
             strategy="retain",
         )
         notices.append(("omitted", f"{dropped} earlier messages omitted from this request (still over the threshold)."))
-    return StageResult(out, [], notices)
+    return StageResult(out, records, notices)

@@ -107,7 +107,32 @@ def test_notices_and_records_collected():
     )
     kinds = [k for k, _ in res.notices]
     assert "cleared" in kinds and "omitted" in kinds
-    assert res.records and all(r["stage"] == "micro" for r in res.records)
+    assert res.records and {r["stage"] for r in res.records} == {"micro", "retain"}
+
+
+def test_resume_reproduces_outbound_bytes_after_a_retain_cut():
+    """The cut is a recorded decision too: a resumed session omits the same messages (Echo results
+    are not compactable, so micro cannot help and retain cuts)."""
+    o = CompactOptions(threshold=6000, micro_keep_recent=2, micro_min_chars=100, max_messages=12)
+    state = ContentReplacementState()
+    history: list = [user_message("the task")]
+    records: list = []
+    last = ""
+    for i in range(40):
+        history.append(assistant_message([text_block(f"step {i}"), tool_use_block(f"id{i}", "Echo", {"text": "x"})]))
+        history.append(user_message([tool_result_block(f"id{i}", "o" * 400)]))
+        res = run_outbound_pipeline(history, state, o, PipelineEnv())
+        records.extend(res.records)
+        last = json.dumps(to_api(res.messages))
+    assert any(r["stage"] == "retain" for r in records)
+    assert "earlier messages omitted" in last
+    resumed = ContentReplacementState.from_records(json.loads(json.dumps(records)))
+    again = run_outbound_pipeline(json.loads(json.dumps(history)), resumed, o, PipelineEnv())
+    assert json.dumps(to_api(again.messages)) == last
+    assert again.records == []
+    # A history replaced by a summary after the cut voids it.
+    voided = ContentReplacementState.from_records([*records, {"type": "history_replaced", "messages": []}])
+    assert voided.retain_memo is None and voided.cleared == resumed.cleared
 
 
 def test_resume_reproduces_outbound_bytes():
