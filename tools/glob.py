@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
-from tools.ripgrep import run_rg, vcs_excludes
+from tools.ripgrep import VCS_DIRS, run_rg
 
 MAX_FILES = 100
 _MAGIC = set("*?[{")
@@ -66,8 +66,12 @@ class GlobTool(Tool):
             raise ToolError(f"Directory does not exist: {base}. Check the path, or omit it to search the working directory.")
         if not base.is_dir():
             raise ToolError(f"{base} is a file, not a directory. Pass its directory as path, or Read the file.")
-        args = ["--files", "--hidden", *vcs_excludes()]
-        rc, out, err = await run_rg(args, base, globs=[pattern])
+        # rg sorts by mtime itself: its stat per file costs a fraction of Python's and does not hold the event
+        # loop (the sort walks on one thread: same wall time on 2 cores, a third less CPU). The VCS exclusions
+        # ride in the pattern's ignore filter: as `--glob` overrides rg matched every path against a second
+        # glob set, ~20% of the walk on a 20000-file tree.
+        vcs = [f"!{d}" for d in VCS_DIRS]
+        rc, out, err = await run_rg(["--files", "--hidden", "--sortr", "modified"], base, globs=[pattern, *vcs])
         if rc == 2 and not out.strip():
             msg = err.decode("utf-8", errors="replace").strip()
             raise ToolError(f"Glob failed: {msg or 'ripgrep error'}. Check the pattern syntax.")
@@ -75,21 +79,36 @@ class GlobTool(Tool):
         if not files:
             return ToolOutput("No files found", summary="0 files")
 
-        base_s = str(base)
-
-        def mtime(rel: str) -> float:
-            try:
-                return os.stat(os.path.join(base_s, rel)).st_mtime
-            except OSError:
-                return 0.0
-
-        stamped = sorted((-mtime(f), f) for f in files)
-        total = len(stamped)
-        shown = [_display(cwd, base / f) for _, f in stamped[:MAX_FILES]]  # pathlib only for the 100 shown
+        total = len(files)
+        shown = [_display(cwd, base / f) for f in _newest(str(base), files)]  # pathlib only for the 100 shown
         text = "\n".join(shown)
         if total > MAX_FILES:
             text += f"\n\n(Showing the {MAX_FILES} newest of {total} files. Narrow the pattern or the path to see the rest.)"
         return ToolOutput(text, summary=f"{total} files")
+
+
+def _newest(base: str, files: list[str]) -> list[str]:
+    """The MAX_FILES newest of `files` (rg's output, newest first), ties broken by path.
+
+    rg leaves equal mtimes in walk order, which depends on the file system. Re-sorting the shown prefix, plus
+    the rest of the tie group at its edge (contiguous in rg's order), by (-mtime, path) keeps the listing
+    deterministic for about MAX_FILES stats instead of one per match.
+    """
+    def stamp(rel: str) -> tuple[int, str]:
+        try:
+            return -os.stat(os.path.join(base, rel)).st_mtime_ns, rel
+        except OSError:  # vanished since the walk: oldest, as rg sorts a file it cannot stat
+            return 0, rel
+
+    stamped = [stamp(rel) for rel in files[:MAX_FILES]]
+    edge = max(stamped)[0]  # the oldest shown
+    for rel in files[MAX_FILES:]:
+        s = stamp(rel)
+        if s[0] != edge:
+            break
+        stamped.append(s)
+    stamped.sort()
+    return [rel for _, rel in stamped[:MAX_FILES]]
 
 
 def _display(cwd: Path, full: Path) -> str:

@@ -114,3 +114,37 @@ async def test_glob_limit_100_with_note(project: Path, run) -> None:
         (project / f"g{i}.txt").write_text("")
     out = await run("Glob", pattern="*.txt")
     assert len(out.content.splitlines()[0:100]) == 100 and "100 newest of 120" in out.content
+
+
+async def test_glob_truncation_keeps_the_100_newest_in_order_ties_by_path(project: Path, run) -> None:
+    now = time.time()
+    for i in range(120):
+        f = project / f"g{i:03d}.txt"
+        f.write_text("")
+        os.utime(f, (now - 1000 + i, now - 1000 + i))  # g119 is the newest
+    for name in ("tie_b.txt", "tie_a.txt"):  # same mtime, newer than all: path order decides
+        (project / name).write_text("")
+        os.utime(project / name, (now, now))
+    out = await run("Glob", pattern="*.txt")
+    shown = out.content.split("\n\n")[0].splitlines()
+    assert shown == ["tie_a.txt", "tie_b.txt", *(f"g{i:03d}.txt" for i in range(119, 21, -1))]
+    assert "100 newest of 122" in out.content
+
+
+async def test_glob_skips_version_control_directories_at_any_depth(project: Path, run) -> None:
+    for d in (".git", ".hg", "sub/.git", "sub/.svn"):
+        (project / d).mkdir(parents=True)
+        (project / d / "config").write_text("")
+    (project / "sub" / "config").write_text("")
+    out = await run("Glob", pattern="**/config")
+    assert out.content.splitlines() == ["sub/config"]
+
+
+async def test_glob_tie_across_the_truncation_edge_is_decided_by_path(project: Path, run) -> None:
+    stamp = time.time() - 50
+    for i in range(130):  # created in reverse so walk order and path order disagree
+        f = project / f"t{129 - i:03d}.txt"
+        f.write_text("")
+        os.utime(f, (stamp, stamp))
+    out = await run("Glob", pattern="*.txt")
+    assert out.content.split("\n\n")[0].splitlines() == [f"t{i:03d}.txt" for i in range(100)]
