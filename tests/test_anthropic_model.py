@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import TEST_KEY
+from tests.conftest import TEST_KEY
 from fake_anthropic import FakeAnthropic, Step, text_block, tool_block
 
 import agent.model.anthropic as anthropic_model

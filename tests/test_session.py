@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CliRunner
+from tests.conftest import CliRunner
 from fake_anthropic import FakeAnthropic
 
 from agent.deps import QueryDeps

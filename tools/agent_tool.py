@@ -190,9 +190,8 @@ class AgentTool(Tool):
         names = input.get("tool_names")
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else None
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        # The Agent call itself changes nothing and never asks: each of the child's calls passes the gate.
-        return True
+    # The Agent call itself changes nothing and never asks: each of the child's calls passes the gate.
+    read_only = True
 
     def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
         try:

@@ -87,9 +87,11 @@ class Tool:
     description: str = ""
     input_schema: dict[str, Any] = {"type": "object", "properties": {}}
     max_result_chars: float = DEFAULT_MAX_RESULT_CHARS
+    # A tool that never changes anything sets this; one that depends on its input overrides is_read_only.
+    read_only: bool = False
 
     def is_read_only(self, input: dict[str, Any]) -> bool:
-        return False
+        return self.read_only
 
     def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
         return self.is_read_only(input)

@@ -20,8 +20,7 @@ class EchoTool(Tool):
     }
     max_result_chars = 50_000
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         return ToolOutput(input["message"], summary=f"{len(input['message'])} chars")

@@ -23,8 +23,7 @@ class ListMcpResourcesTool(Tool):
     def __init__(self, manager: Any):
         self.manager = manager
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         from services.mcp.manager import McpError
@@ -63,8 +62,7 @@ class ReadMcpResourceTool(Tool):
     def __init__(self, manager: Any):
         self.manager = manager
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     def describe(self, input: dict[str, Any]) -> str:
         return f"{self.name} {input.get('server', '')}:{input.get('uri', '')}"

@@ -33,9 +33,6 @@ class McpTool(Tool):
         annotations = getattr(tool, "annotations", None)
         self.read_only = bool(getattr(annotations, "readOnlyHint", False)) if annotations else False
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return self.read_only
-
     def describe(self, input: dict[str, Any]) -> str:
         args = json.dumps(input, ensure_ascii=False)
         return f"{self.name} {args if len(args) <= 80 else args[:79] + '…'}"

@@ -51,8 +51,7 @@ class ReadTool(Tool):
     }
     max_result_chars = math.inf  # self-bounded: spilling a Read would only point at a file the model can read
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raw = input["file_path"]

@@ -39,8 +39,7 @@ class SkillTool(Tool):
     def __init__(self, skills: list[Skill]):
         self.skills = list(skills)
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     def is_enabled(self) -> bool:
         return bool(self.skills)

@@ -147,8 +147,8 @@ class TodoWriteTool(Tool):
     }
     max_result_chars = 20_000
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True  # changes only the session's plan, never a file
+    # changes only the session's plan, never a file
+    read_only = True
 
     def is_concurrency_safe(self, input: dict[str, Any]) -> bool:
         return False  # updates in one message apply in order

@@ -223,8 +223,7 @@ class WebFetchTool(Tool):
     def allow_private(self) -> bool:
         return self._allow_private if self._allow_private is not None else _env_allows_private()
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     def permission_target(self, input: dict[str, Any]) -> tuple[str, str] | None:
         return None

@@ -274,8 +274,7 @@ class WebSearchTool(Tool):
     def is_enabled(self) -> bool:
         return self.adapter is not None
 
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     def permission_target(self, input: dict[str, Any]) -> tuple[str, str] | None:
         return None

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import CliRunner
+from tests.conftest import CliRunner
 from fake_anthropic import FakeAnthropic, tool_block
 from test_mcp_servers import SERVERS, alive, free_port, wait_for_port
 
