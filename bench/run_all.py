@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bench_startup.py", "bench_concurrency.py", "bench_budget.py", "context_economy.py", "bench_tools.py"]
+ORDER = [
+    "bench_startup.py", "bench_concurrency.py", "bench_budget.py", "bench_pipeline.py", "context_economy.py",
+    "bench_tools.py",
+]
 
 
 def main() -> int:
