@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.common import header  # noqa: E402
 from tools.base import SessionState, ToolContext  # noqa: E402
 from tools.bash import BashTool  # noqa: E402
 from tools.edit import EditTool  # noqa: E402
@@ -59,6 +60,7 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=20000)
     ap.add_argument("--mb", type=int, default=200)
     args = ap.parse_args()
+    header("Tools against the plain programs they wrap")
     make_tree(args.files, args.mb)
     ctx = ToolContext(session=SessionState(cwd=TREE), project_root=TREE)
     rg = rg_path()
