@@ -79,6 +79,7 @@ class Step:
     drop_in_block: int | None = None  # cut the connection in this block, half-way through it
     clean_eof: bool = False  # at the drop point, end the body properly instead (no message_stop)
     gate: threading.Event | None = None  # wait for the test after the first text delta
+    gate_timeout: float = 10.0  # then go on anyway (and set `gate_timed_out`)
     pace: float = 0.0  # seconds between events
     # HTTP errors.
     status: int = 200
@@ -91,6 +92,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""  # the body as sent, for tests that check its encoding byte for byte
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -191,7 +193,7 @@ class FakeAnthropic:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        rec = Recorded(h.path.split("?")[0], {k.lower(): v for k, v in h.headers.items()}, body)
+        rec = Recorded(h.path.split("?")[0], {k.lower(): v for k, v in h.headers.items()}, body, raw)
         if not self._authorized(rec.headers):
             self.requests.append(rec)
             self._json(h, 401, {"type": "error", "error": {"type": "authentication_error",
@@ -301,7 +303,7 @@ class FakeAnthropic:
                                                      "delta": {"type": "text_delta", "text": piece}})
                         if step.gate is not None and not gated:
                             gated = True
-                            if not step.gate.wait(10):
+                            if not step.gate.wait(step.gate_timeout):
                                 self.gate_timed_out = True
                 else:
                     send("content_block_start", {"type": "content_block_start", "index": index,

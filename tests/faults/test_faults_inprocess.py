@@ -1,4 +1,9 @@
-"""Fault injection in-process: hostile model output and hostile tool output never crash the loop."""
+"""Fault injection in-process: hostile model output and hostile tool output never crash the loop.
+
+The issue-10 suite drives the real CLI (`test_faults_cli.py`); what stays here are the paths it cannot
+reach through the CLI's tools: a schema-refused 5 MB argument (the error stays one short line), a tool
+returning lone surrogates (Bash already decodes with replacement), and a schema error beside an unknown tool.
+"""
 
 from __future__ import annotations
 
@@ -52,17 +57,6 @@ async def run(engine: QueryEngine, text: str) -> Terminal:
     return engine.last_terminal
 
 
-async def test_fifty_tool_calls_in_one_message_all_answered_in_order(home):
-    calls = [tool_call("Echo", {"message": f"m{i}"}) for i in range(50)]
-    engine, model = make_engine(home, [reply(*calls), reply("done")])
-    terminal = await run(engine, "go")
-    assert terminal.reason == "completed"
-    results = tool_results(engine.messages[2])
-    assert [r["tool_use_id"] for r in results] == [c["id"] for c in calls]
-    assert [r["content"] for r in results] == [f"m{i}" for i in range(50)]
-    model.assert_done()
-
-
 async def test_five_megabyte_argument_runs_bounded(home):
     big = "x" * (5 * 1024 * 1024)
     engine, model = make_engine(home, [reply(tool_call("Echo", {"message": big, "extra": 1})), reply("ok")])
@@ -84,17 +78,6 @@ async def test_hostile_bytes_are_stored_and_sent_as_valid_json(home):
     loaded = load_transcript(engine.paths.transcript)
     assert not loaded.warnings
     assert "nul" in json.dumps(loaded.messages)
-
-
-async def test_two_sessions_of_one_project_never_share_files(home):
-    a, _ = make_engine(home, [reply("a")])
-    b, _ = make_engine(home, [reply("b")])
-    await run(a, "first")
-    await run(b, "second")
-    assert a.session_id != b.session_id
-    assert a.paths.transcript != b.paths.transcript
-    assert load_transcript(a.paths.transcript).messages[0]["content"][0]["text"] == "first"
-    assert load_transcript(b.paths.transcript).messages[0]["content"][0]["text"] == "second"
 
 
 async def test_unknown_tool_and_invalid_input_do_not_stop_the_loop(home):
