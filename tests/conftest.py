@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fake_anthropic import FakeAnthropic
+
+from tests.fake_anthropic import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_KEY = "test-key-sk-ant-0123456789secret"

@@ -17,8 +17,7 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")
 
-from fake_anthropic import tool_block  # noqa: E402
-
+from tests.fake_anthropic import tool_block  # noqa: E402
 from tests.procs import pid_alive as _alive  # noqa: E402
 
 PROMPT_READY = "\x1b[?2004h"

@@ -7,8 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.conftest import CliRunner
-from fake_anthropic import FakeAnthropic
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
@@ -24,6 +22,8 @@ from agent.messages import (
 from agent.model.anthropic import AnthropicModel
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from agent.session import FORMAT_VERSION, SessionPaths, TranscriptError, list_sessions, load_transcript
+from tests.conftest import CliRunner
+from tests.fake_anthropic import FakeAnthropic
 from tools.echo import EchoTool
 
 

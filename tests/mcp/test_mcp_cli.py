@@ -11,11 +11,11 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import CliRunner
-from fake_anthropic import FakeAnthropic, tool_block
 from test_mcp_servers import SERVERS, alive, free_port, wait_for_port
 
 from agent.messages import tool_results
+from tests.conftest import CliRunner
+from tests.fake_anthropic import FakeAnthropic, tool_block
 
 
 def test_one_shot_uses_stdio_and_http_mcp_servers(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
