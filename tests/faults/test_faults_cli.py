@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import pid_alive
 
 from agent.session import load_transcript
 from tests.conftest import TEST_KEY, CliResult, CliRunner, RunningCli
 from tests.fake_anthropic import FakeAnthropic, Recorded, tool_block
+from tests.procs import pid_alive
 
 # Small enough that the scripted results spill, large enough that the prompts never do.
 SPILL_ENV = {"COMPACT_MAX_TOOL_RESULT_CHARS": "1000"}
