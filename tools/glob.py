@@ -46,9 +46,7 @@ class GlobTool(Tool):
         "additionalProperties": False,
     }
     max_result_chars = 20_000
-
-    def is_read_only(self, input: dict[str, Any]) -> bool:
-        return True
+    read_only = True
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = input["pattern"].strip()
