@@ -3,7 +3,8 @@
 Each server lives in one long-lived asyncio task that enters the transport and the `ClientSession` and
 later exits them (anyio's task groups must be entered and exited by the same task). Requests are sent
 from the caller's task on the live session, raced against the server task ending and a per-request
-timeout, so a dead or hung server turns into an error rather than a hang. All servers connect
+timeout, so a dead or hung server turns into an error rather than a hang (over HTTP a liveness ping every
+few seconds makes a dead server's transport fail, which the SDK alone does not notice). All servers connect
 concurrently; one that fails or is slow is reported once and skipped. `close()` stops every server task,
 which closes the sessions and terminates stdio server processes.
 """
@@ -27,6 +28,7 @@ CLIENT_NAME = "react-agent"
 CLIENT_VERSION = "0.1.0"
 DEFAULT_CONNECT_TIMEOUT = 15.0
 DEFAULT_CALL_TIMEOUT = 30.0
+HTTP_PROBE_INTERVAL = 2.0  # seconds between liveness pings while an HTTP request is pending
 MAX_MENTION_CHARS = 100_000
 _CLOSE_GRACE = 5.0
 
@@ -255,13 +257,29 @@ class McpServer:
         timeout = self.call_timeout if timeout is None else timeout
         call = asyncio.ensure_future(fn(session))
         ended = asyncio.ensure_future(self._ended.wait())
+        # Over HTTP a server that dies mid-call leaves the request unanswered (mcp 1.x, python-sdk#3441):
+        # a ping every few seconds fails to connect, which ends the transport and so this wait.
+        probe = HTTP_PROBE_INTERVAL if self.config.transport == "http" else None
+        pings: list[asyncio.Future[Any]] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        done: set[asyncio.Future[Any]] = set()
         try:
-            done, _ = await asyncio.wait({call, ended}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            while not done:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                wait = min(remaining, probe) if probe else remaining
+                done, _ = await asyncio.wait({call, ended}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                if not done and probe:
+                    pings.append(asyncio.ensure_future(_quiet_ping(session, probe)))
         except asyncio.CancelledError:
             call.cancel()
             raise
         finally:
             ended.cancel()
+            for ping in pings:
+                ping.cancel()
         if call in done:
             try:
                 return call.result()
@@ -277,6 +295,12 @@ class McpServer:
         if ended in done:
             raise McpError(f'MCP {what} failed ({self.name}): server disconnected ({self.error or "closed"})')
         raise McpError(f"MCP {what} timed out after {timeout:g} s ({self.name})")
+
+
+async def _quiet_ping(session: Any, timeout: float) -> None:
+    """A liveness probe: its outcome does not matter, only that a dead server's transport fails on it."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(session.send_ping(), timeout)
 
 
 class McpManager:
