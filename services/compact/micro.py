@@ -24,6 +24,7 @@ from agent.messages import Message, tool_use_index
 from agent.trace import trace
 from services.compact.estimate import estimate_outbound_chars, result_chars
 from services.compact.options import CompactOptions
+from services.compact.retain import valid_memo
 from services.compact.state import ContentReplacementState
 from services.compact.types import StageResult
 
@@ -79,8 +80,6 @@ def _replace(messages: list[Message], cleared: dict[str, str]) -> list[Message]:
 
 
 def _visible_region(messages: list[Message], state: ContentReplacementState) -> list[Message]:
-    from services.compact.retain import valid_memo
-
     memo = valid_memo(state, messages)
     if memo is None:
         return messages

@@ -16,8 +16,6 @@ the tail budget, so consecutive requests keep sharing their prefix; each move is
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent.messages import Message, is_user_text_message, message_text, tool_results, tool_uses, user_message
 from agent.trace import trace
 from services.compact.estimate import estimate_outbound_chars
@@ -81,13 +79,9 @@ def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> b
     return estimated - freed <= opts.threshold or freed >= batch
 
 
-def _memo_of(state: Any) -> RetainMemo | None:
-    return getattr(state, "retain_memo", None) if state is not None else None
-
-
-def valid_memo(state: Any, messages: list[Message]) -> RetainMemo | None:
+def valid_memo(state: ContentReplacementState | None, messages: list[Message]) -> RetainMemo | None:
     """The recorded cut when it still applies to `messages` (same history, not replaced)."""
-    memo = _memo_of(state)
+    memo = state.retain_memo if state is not None else None
     if memo is None or not messages or memo.cut > len(messages):
         return None
     if memo.first is None:  # rebuilt from the transcript: it applies to the history loaded with it
@@ -98,7 +92,7 @@ def valid_memo(state: Any, messages: list[Message]) -> RetainMemo | None:
 
 
 def apply_retain_tail_if_needed(
-    messages: list[Message], opts: CompactOptions, state: Any = None
+    messages: list[Message], opts: CompactOptions, state: ContentReplacementState | None = None
 ) -> StageResult:
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
     omitted they stay omitted, and the cut only moves forward, on a grid, when still over."""
@@ -121,12 +115,8 @@ def apply_retain_tail_if_needed(
         if cut is None or not _worth_it(messages[head:cut], estimated, opts):
             return StageResult(messages)
     records = []
-    if memo is None or memo.cut != cut or memo.head != head:
-        new_memo = RetainMemo(cut, head, messages[0])
-        if isinstance(state, ContentReplacementState):
-            records.append(state.record_retain(new_memo))
-        elif state is not None:
-            state.retain_memo = new_memo
+    if state is not None and (memo is None or memo.cut != cut or memo.head != head):
+        records.append(state.record_retain(RetainMemo(cut, head, messages[0])))
     dropped = cut - head
     out = [*messages[:head], omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
     notices = []
