@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import header, table  # common also puts the project root on sys.path
+from common import best_of, header, table  # common also puts the project root on sys.path
 
 from agent.messages import (
     assistant_message,
@@ -105,15 +105,6 @@ def _request(messages: list, tool_specs: list) -> dict:
             "tools": tool_specs, "messages": to_api(messages)}
 
 
-def _median(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def measure(n: int, tools: list, tmp: Path) -> dict:
     history = build_history(n)
     tool_specs = [t.to_api() for t in tools]
@@ -141,13 +132,13 @@ def measure(n: int, tools: list, tmp: Path) -> dict:
         firsts.append(time.perf_counter() - t0)
     for d in envs[:-1]:
         shutil.rmtree(d, ignore_errors=True)
-    steady_s = _median(lambda: run_outbound_pipeline(history, state, opts, steady_env), repeat_steady)
+    steady_s = best_of(lambda: run_outbound_pipeline(history, state, opts, steady_env), repeat_steady)
     out = run_outbound_pipeline(history, state, opts, steady_env)
     if out.records:  # the steady column would then include decisions: say so rather than mislabel it
         print(f"warning: {n} messages: a steady call took {len(out.records)} new decisions")
-    dumps_out_s = _median(lambda: json.dumps(_request(out.messages, tool_specs)), repeat_steady)
+    dumps_out_s = best_of(lambda: json.dumps(_request(out.messages, tool_specs)), repeat_steady)
     hist_json = json.dumps(_request(history, tool_specs))
-    dumps_hist_s = _median(lambda: json.dumps(_request(history, tool_specs)), 3)
+    dumps_hist_s = best_of(lambda: json.dumps(_request(history, tool_specs)), 3)
     return {
         "n": n, "mb": len(hist_json) / 1e6, "first": statistics.median(firsts), "steady": steady_s,
         "dumps_out": dumps_out_s, "dumps_hist": dumps_hist_s, "out_msgs": len(out.messages),

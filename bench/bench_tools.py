@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import header  # noqa: E402
+from bench.common import best_of, header  # noqa: E402
 from tools.base import SessionState, ToolContext  # noqa: E402
 from tools.bash import BashTool  # noqa: E402
 from tools.edit import EditTool  # noqa: E402
@@ -46,15 +46,6 @@ def make_tree(files: int, mb: int) -> None:
     marker.write_text("")
 
 
-def timed(fn, n: int = 5) -> float:
-    samples = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return statistics.median(samples)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--files", type=int, default=20000)
@@ -71,21 +62,21 @@ def main() -> None:
 
     rows = []
     base = [rg, "--no-config", "--hidden", "--max-columns", "500", "--glob", "!.git"]
-    plain = timed(lambda: subprocess.run([*base, "-l", "-e", "needle_"], cwd=TREE, capture_output=True))
-    tool = timed(call(GrepTool(), {"pattern": "needle_"}))
+    plain = best_of(lambda: subprocess.run([*base, "-l", "-e", "needle_"], cwd=TREE, capture_output=True))
+    tool = best_of(call(GrepTool(), {"pattern": "needle_"}))
     rows.append(("Grep files_with_matches", tool, plain))
-    plain = timed(lambda: subprocess.run([*base, "-n", "-e", "needle_"], cwd=TREE, capture_output=True))
-    tool = timed(call(GrepTool(), {"pattern": "needle_", "output_mode": "content"}))
+    plain = best_of(lambda: subprocess.run([*base, "-n", "-e", "needle_"], cwd=TREE, capture_output=True))
+    tool = best_of(call(GrepTool(), {"pattern": "needle_", "output_mode": "content"}))
     rows.append(("Grep content", tool, plain))
-    plain = timed(lambda: subprocess.run([rg, "--files", "--hidden", "--glob", "*.txt"], cwd=TREE, capture_output=True))
-    tool = timed(call(GlobTool(), {"pattern": "**/*.txt"}))
+    plain = best_of(lambda: subprocess.run([rg, "--files", "--hidden", "--glob", "*.txt"], cwd=TREE, capture_output=True))
+    tool = best_of(call(GlobTool(), {"pattern": "**/*.txt"}))
     rows.append(("Glob **/*.txt", tool, plain))
     # The same work in plain rg: Glob lists newest first, so rg sorting by mtime is the like-for-like baseline.
-    plain = timed(lambda: subprocess.run([rg, "--files", "--hidden", "--glob", "*.txt", "--sortr", "modified"],
+    plain = best_of(lambda: subprocess.run([rg, "--files", "--hidden", "--glob", "*.txt", "--sortr", "modified"],
                                          cwd=TREE, capture_output=True))
     rows.append(("Glob vs rg --sortr modified", tool, plain))
-    plain = timed(lambda: subprocess.run(["bash", "-c", "echo hi"], capture_output=True))
-    tool = timed(call(BashTool(), {"command": "echo hi"}))
+    plain = best_of(lambda: subprocess.run(["bash", "-c", "echo hi"], capture_output=True))
+    tool = best_of(call(BashTool(), {"command": "echo hi"}))
     rows.append(("Bash echo", tool, plain))
     print(f"tree: {args.files} files, ~{args.mb} MB under {TREE}")
     print(f"{'operation':28} {'tool ms':>9} {'plain ms':>9} {'ratio':>6}")
@@ -100,7 +91,7 @@ def main() -> None:
         ctx.session.read_state.clear()
         loop.run_until_complete(reader.call({"file_path": str(f), "offset": 1, "limit": 2000}, ctx.for_call("r")))
 
-    print(f"Read 250 KB file (2000 lines): {timed(read_once) * 1000:.2f} ms")
+    print(f"Read 250 KB file (2000 lines): {best_of(read_once) * 1000:.2f} ms")
     g = Path("/tmp/agent-bench-edit.txt")
     editor = EditTool()
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, header, table  # noqa: E402
+from common import ROOT, best_of, header, table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -517,21 +517,13 @@ def time_pipeline(script: Script) -> list[list[str]]:
     env = PipelineEnv(max_result_chars={"Read": math.inf})
     first = run_outbound_pipeline(history, state, opts, env)  # the one-time clearing decisions
 
-    def med(fn, n=5):
-        ts = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        return statistics.median(ts)
-
-    t_pipe = med(lambda: run_outbound_pipeline(history, state, opts, env))
+    t_pipe = best_of(lambda: run_outbound_pipeline(history, state, opts, env))
     t_first_state = ContentReplacementState()
     t0 = time.perf_counter()
     run_outbound_pipeline(history, t_first_state, opts, env)
     t_first = time.perf_counter() - t0
-    t_json_full = med(lambda: json.dumps(to_api(history)), 3)
-    t_json_out = med(lambda: json.dumps(to_api(first.messages)))
+    t_json_full = best_of(lambda: json.dumps(to_api(history)), 3)
+    t_json_out = best_of(lambda: json.dumps(to_api(first.messages)))
     mb = len(json.dumps(history)) / 1e6
     return [
         [f"history {mb:.1f} MB, {len(history)} messages", "", ""],
