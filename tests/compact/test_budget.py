@@ -342,14 +342,20 @@ async def test_resume_from_transcript_reproduces_outbound_bytes(tmp_path, monkey
     assert len([x for x in lines if x.get("type") == "decision" and x.get("stage") == "budget"]) == 4
 
 
-async def test_transcript_and_history_keep_the_pointer_not_the_original(tmp_path, monkeypatch):
-    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+async def one_big_output(tmp_path: Path, n: int, c: str) -> tuple[QueryEngine, ScriptedModel]:
+    """A finished session whose one tool call returned `c * n` (spilled above 50000 chars)."""
     compact = CompactOptions(autocompact=False, max_tool_result_chars=50_000)
-    model = ScriptedModel([reply(tool_call("BigOut", {"n": 300_000, "c": "q"})), reply("done")])
+    model = ScriptedModel([reply(tool_call("BigOut", {"n": n, "c": c})), reply("done")])
     engine = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [BigOut()], QueryDeps(model))
-    async for _ in engine.run_turn("one huge output"):
+    async for _ in engine.run_turn("one big output"):
         pass
     engine.close()
+    return engine, model
+
+
+async def test_transcript_and_history_keep_the_pointer_not_the_original(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    engine, model = await one_big_output(tmp_path, 300_000, "q")
     transcript = engine.paths.transcript.read_text()
     assert "q" * 3000 not in transcript  # the 300 KB original is only in the spill file
     assert len(transcript) < 20_000
@@ -367,12 +373,7 @@ async def test_transcript_and_history_keep_the_pointer_not_the_original(tmp_path
 async def test_old_transcript_with_the_original_resumes_to_the_same_bytes(tmp_path, monkeypatch):
     """Transcripts written before decisions were taken on arrival stored the original: still fine."""
     monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
-    compact = CompactOptions(autocompact=False, max_tool_result_chars=50_000)
-    model = ScriptedModel([reply(tool_call("BigOut", {"n": 80_000, "c": "z"})), reply("done")])
-    engine = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [BigOut()], QueryDeps(model))
-    async for _ in engine.run_turn("big"):
-        pass
-    engine.close()
+    engine, model = await one_big_output(tmp_path, 80_000, "z")
     last = json.dumps(model.requests[-1].messages)
     # Rewrite the transcript the old way: the message record carries the whole original.
     lines = [json.loads(x) for x in engine.paths.transcript.read_text().splitlines()]
@@ -381,7 +382,7 @@ async def test_old_transcript_with_the_original_resumes_to_the_same_bytes(tmp_pa
             r["content"] = "z" * 80_000
     engine.paths.transcript.write_text("".join(json.dumps(x) + "\n" for x in lines))
     model2 = ScriptedModel([reply("again")])
-    engine2 = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=compact), [BigOut()], QueryDeps(model2))
+    engine2 = QueryEngine(EngineConfig(cwd=tmp_path, model="test", compact=engine.config.compact), [BigOut()], QueryDeps(model2))
     engine2.resume(load_transcript(engine.paths.transcript))
     async for _ in engine2.run_turn("next"):
         pass

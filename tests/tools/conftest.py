@@ -17,10 +17,9 @@ from tools.write import WriteTool
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    d = tmp_path / "project"
-    d.mkdir()
-    return d
+def project(workdir: Path) -> Path:
+    """The tool tests' name for the shared empty project directory."""
+    return workdir
 
 
 @pytest.fixture
