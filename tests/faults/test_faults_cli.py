@@ -485,6 +485,9 @@ def test_hostile_tool_calls_get_error_results_or_run_bounded(runs):
     assert "<persisted-output>" in content
     (spilled,) = (s.home / "projects").glob("*/*/tool-results/toolu_big.txt")
     assert spilled.stat().st_size == BIG
+    # The user is told, in one line, where the output went (issue 4: no silent relocation).
+    notices = [line for line in r.stderr.splitlines() if line.startswith("[spill] ")]
+    assert notices == [f"[spill] Output of Echo (5.0 MB) saved to {spilled}"], notices
 
 
 def test_kill_9_during_a_tool_then_continue_is_well_formed(runs):
