@@ -20,6 +20,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.messages import Message
+from services.compact.autocompact import AutocompactContext, compact_now
+from services.compact.context_usage import context_usage, format_report, usage_tokens
 
 Handler = Callable[["CommandContext", str], "CommandResult | None | Awaitable[CommandResult | None]"]
 Picker = Callable[[str, list[tuple[str, str]]], Awaitable[str | None]]
@@ -124,12 +126,8 @@ def context_window(engine: Any) -> int:
 
 def context_tokens(engine: Any) -> tuple[int, bool]:
     """Tokens in the context now: from the last response's usage when known, else an estimate."""
-    usage = engine.last_usage or {}
-    if usage and engine.messages:
-        used = sum(
-            int(usage.get(k, 0) or 0)
-            for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
-        )
+    if engine.messages:
+        used = usage_tokens(engine.last_usage)
         if used:
             return used, True
     from services.tokens import estimate_tokens
@@ -140,10 +138,6 @@ def context_tokens(engine: Any) -> tuple[int, bool]:
 def context_percent(engine: Any) -> int:
     used, _ = context_tokens(engine)
     return round(used * 100 / max(1, context_window(engine)))
-
-
-def _fmt_tokens(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
 # -- built-ins ---------------------------------------------------------------------------------
@@ -170,114 +164,40 @@ def cmd_clear(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Started a new conversation (session {ctx.engine.session_id}).", "dim")
 
 
-def _autocompact_context(engine: Any, module: Any) -> Any:
-    return module.AutocompactContext(
-        engine.config.system_prompt,
-        engine.config.model,
-        engine.deps.call_model,
-        engine.config.compact,
-        engine.autocompact_state,
-    )
-
-
 async def cmd_compact(ctx: CommandContext, args: str) -> None:
     engine = ctx.engine
-    instructions = args or None
-    if hasattr(engine, "compact_now"):
-        runner = engine.compact_now
-        try:
-            result = runner(instructions)
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception as exc:
-            ctx.say(f"Compaction failed: {exc}", "red")
-            return
-        _compact_feedback(ctx, result)
-        return
-    try:
-        from services.compact import autocompact as module
-    except ImportError:
-        module = None
-    if module is None or not hasattr(module, "compact_now"):
-        ctx.say("Compaction is not available in this build.", "yellow")
-        return
+    actx = AutocompactContext(
+        engine.config.system_prompt, engine.config.model, engine.deps.call_model, engine.config.compact,
+        engine.autocompact_state,
+    )
     before = context_percent(engine)
     try:
-        result = await module.compact_now(list(engine.messages), _autocompact_context(engine, module), instructions)
+        result = await compact_now(list(engine.messages), actx, args or None)
     except Exception as exc:
         ctx.say(f"Compaction failed: {exc}", "red")
         return
-    for rec in getattr(result, "records", []) or []:
+    for rec in result.records:
         engine.record(rec)
     engine.replace_history(list(result.messages))
     engine.state.read_state.clear()  # the summarised reads are gone (react-agent-mini's bug B6)
     engine.last_usage = {}
     after = context_percent(engine)
-    for _kind, text in getattr(result, "notices", []) or []:
+    for _kind, text in result.notices:
         ctx.say(f"· {text}", "dim")
     ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
 
 
-def _compact_feedback(ctx: CommandContext, result: Any) -> None:
-    for _kind, text in getattr(result, "notices", []) or []:
-        ctx.say(f"· {text}", "dim")
-    ctx.say(f"Compacted the conversation (ctx ~{context_percent(ctx.engine)}%).")
-
-
 def cmd_context(ctx: CommandContext, args: str) -> None:
     engine = ctx.engine
-    try:
-        from services.compact import context_usage as cu  # type: ignore[attr-defined]
-    except ImportError:
-        cu = None
-    if cu is not None and hasattr(cu, "context_usage") and hasattr(cu, "format_report"):
-        try:
-            usage = cu.context_usage(
-                engine.config.system_prompt,
-                [t.to_api() for t in engine.tools],
-                engine.messages,
-                engine.replacement_state,
-                context_window(engine),
-                engine.last_usage or None,
-            )
-        except Exception as exc:  # fall back to the basic breakdown below
-            ctx.say(f"(context report failed: {exc})", "dim")
-        else:
-            ctx.say(cu.format_report(usage))
-            return
-    from services.tokens import estimate_tokens
-
-    window = context_window(engine)
-    system = len(engine.config.system_prompt) // 4
-    import json
-
-    tools = len(json.dumps([t.to_api() for t in engine.tools])) // 4
-    messages = estimate_tokens(engine.messages)
-    results = estimate_tokens(
-        [
-            {"role": "user", "content": [b for b in m["content"] if b.get("type") == "tool_result"]}
-            for m in engine.messages
-            if m.get("role") == "user"
-        ]
+    report = context_usage(
+        engine.config.system_prompt,
+        [t.to_api() for t in engine.tools],
+        engine.messages,
+        engine.replacement_state,
+        context_window(engine),
+        engine.last_usage or None,
     )
-    used, measured = context_tokens(engine)
-    table = Table(title=None, show_header=True, header_style="bold", box=None, padding=(0, 2))
-    table.add_column("part")
-    table.add_column("tokens", justify="right")
-    table.add_column("share", justify="right")
-    total_est = system + tools + messages
-    for part, n in (
-        ("system prompt", system),
-        ("tool definitions", tools),
-        ("messages", messages - results),
-        ("tool results", results),
-    ):
-        table.add_row(part, f"~{_fmt_tokens(n)}", f"{n * 100 / max(1, window):.1f}%")
-    table.add_row("free", f"~{_fmt_tokens(max(0, window - total_est))}", "")
-    ctx.console.print(Text(f"Context: {len(engine.messages)} messages, window {_fmt_tokens(window)} tokens", style="bold"))
-    ctx.console.print(table)
-    source = "last response's usage" if measured else "estimate"
-    ctx.say(f"ctx ~{round(used * 100 / max(1, window))}% ({_fmt_tokens(used)} tokens, {source})")
+    ctx.say(format_report(report))
 
 
 def cmd_cost(ctx: CommandContext, args: str) -> None:

@@ -147,10 +147,6 @@ class QueryEngine:
     def session_dir(self) -> Path:
         return self.paths.directory
 
-    @property
-    def is_running(self) -> bool:
-        return self._running
-
     def abort(self) -> bool:
         if not self._running:
             return False

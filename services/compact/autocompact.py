@@ -275,10 +275,6 @@ async def compact_now(
     return result
 
 
-def is_summary_message(m: Message) -> bool:
-    return is_user_text_message(m) and bool((m.get("meta") or {}).get("compact_summary"))
-
-
 def messages_after_boundary(messages: list[Message]) -> list[Message]:
     """The messages after the last compact boundary (all of them when there is none)."""
     for i in range(len(messages) - 1, -1, -1):

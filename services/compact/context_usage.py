@@ -85,10 +85,6 @@ def context_usage(
     )
 
 
-def format_status(u: ContextUsage) -> str:
-    return f"ctx ~{u.percent}%"
-
-
 def format_report(u: ContextUsage) -> str:
     src = "last API usage" if u.source == "usage" else "estimate, chars/4"
     rows = [
