@@ -21,7 +21,14 @@ from agent.messages import (
 )
 from agent.model.anthropic import AnthropicModel
 from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.session import FORMAT_VERSION, SessionPaths, TranscriptError, list_sessions, load_transcript
+from agent.session import (
+    FORMAT_VERSION,
+    SessionPaths,
+    TranscriptError,
+    delete_session,
+    list_sessions,
+    load_transcript,
+)
 from tests.conftest import CliRunner
 from tests.fake_anthropic import FakeAnthropic
 from tools.echo import EchoTool
@@ -87,6 +94,19 @@ async def test_transcript_is_written_message_by_message(cwd):
     loaded = load_transcript(path)
     assert loaded.messages == engine.messages and loaded.warnings == []
     assert list_sessions(cwd) == [path]
+
+
+def test_deleting_a_session_deletes_its_spill_files_and_nothing_else(cwd):
+    keep, gone = (SessionPaths.for_session(cwd, sid) for sid in ("keep", "gone"))
+    for paths in (keep, gone):
+        write_transcript(cwd, paths.transcript.stem, [header(paths.transcript.stem)])
+        spill = paths.directory / "tool-results"
+        spill.mkdir(parents=True)
+        (spill / "toolu_1.txt").write_text("big output")
+    delete_session(cwd, "gone")
+    assert not gone.transcript.exists() and not gone.directory.exists()
+    assert (keep.directory / "tool-results" / "toolu_1.txt").read_text() == "big output"
+    assert list_sessions(cwd) == [keep.transcript]
 
 
 def test_newer_format_version_is_refused(cwd):
