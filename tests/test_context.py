@@ -17,12 +17,7 @@ from agent.context import (
 )
 from services.memory import MEMORY_RELATIVE_PATH
 from services.skills import discover_skills
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+from tests.files import write
 
 
 # -- project context (reference: projectContext.test.ts) ---------------------------------------

@@ -26,15 +26,10 @@ from services.hooks.command import (
     parse_hooks_config,
     run_hook_command,
 )
+from tests.files import write
 from tests.procs import pid_alive as _alive
 
 PY = sys.executable
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def script(tmp_path: Path, name: str, body: str) -> str:

@@ -17,17 +17,11 @@ from services.skills import (
     parse_skill_slash,
     skill_catalog,
 )
+from tests.files import write
 from tools.base import SessionState, ToolContext
 from tools.orchestration import BatchOutcome, ToolRunner
 from tools.permissions import PermissionGate
 from tools.skill import SkillTool
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
 
 REVIEW = "---\nname: review\ndescription: Review a change\n---\n# Review workflow\n"
 
