@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.config import Settings, agent_home, env_flag
 from agent.context import SystemPromptBuilder
 from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
+from services.config import Settings, agent_home, env_flag
+from tools.mcp_tool import mcp_tools
 from tools.permissions import AskHook, PermissionGate, load_settings
 from tools.registry import default_tools
 
@@ -38,13 +39,13 @@ def build_engine(
     prompt = SystemPromptBuilder(opts.cwd, home, skills)
     # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
     agent_tool = AgentTool(
-        lambda: engine.deps, lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
+        lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
         get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
     )
     tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
-    tools += mcp.tools() if mcp is not None else []  # type: ignore[attr-defined]
+    tools += mcp_tools(mcp) if mcp is not None else []
     hooks = CommandHooks(opts.cwd, home)
     config = EngineConfig(
         cwd=opts.cwd,
@@ -89,7 +90,7 @@ class ResumeError(Exception):
 
 def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
     """The session to resume (`--continue`: the newest; `--resume ID`: that one), or None."""
-    from agent.session import SessionPaths, TranscriptError, list_sessions, load_transcript
+    from services.session import SessionPaths, TranscriptError, list_sessions, load_transcript
 
     if resume:
         path = SessionPaths.for_session(cwd, resume).transcript

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from agent import __version__
+from services.session import PICK_SESSION
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -75,7 +76,7 @@ def run(
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
-    from agent.config import ConfigError, Settings, has_credentials, load_dotenv_file
+    from services.config import ConfigError, Settings, has_credentials, load_dotenv_file
 
     if output_format not in OUTPUT_FORMATS:
         fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, got {output_format!r}", EXIT_USAGE)
@@ -113,7 +114,7 @@ def run(
         )
 
     from agent.app import AppOptions
-    from agent.trace import trace
+    from services.trace import trace
 
     opts = AppOptions(
         cwd=workdir,
@@ -138,11 +139,6 @@ def run(
     except ConfigError as exc:  # e.g. API_MAX_RETRIES=abc, read when the model is built
         fail(str(exc))
     raise typer.Exit(code)
-
-
-# `-r`/`--resume` with no id opens a picker (in the REPL); typer options need a value, so a bare flag
-# gets this sentinel before parsing.
-PICK_SESSION = "@pick"
 
 
 def with_resume_sentinel(argv: list[str]) -> list[str]:

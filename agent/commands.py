@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.messages import Message
 from services.compact.autocompact import AutocompactContext, compact_now
 from services.compact.context_usage import context_usage, format_report, usage_tokens
+from services.messages import Message
 
 Handler = Callable[["CommandContext", str], "CommandResult | None | Awaitable[CommandResult | None]"]
 Picker = Callable[[str, list[tuple[str, str]]], Awaitable[str | None]]
@@ -327,7 +327,7 @@ def resume_session(ctx: CommandContext, session_id: str) -> bool:
 
 
 async def cmd_resume(ctx: CommandContext, args: str) -> None:
-    from agent.session import list_sessions
+    from services.session import list_sessions
 
     current = ctx.engine.session_id
     sessions = [p for p in list_sessions(ctx.cwd) if p.stem != current]

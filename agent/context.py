@@ -16,10 +16,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.trace import trace
 from services.memory import MemoryStore, memory_section
 from services.skills import Skill, skill_catalog
 from services.skills.discover import cap_bytes
+from services.trace import trace
 
 PROJECT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 USER_CONTEXT_FILE = "AGENTS.md"

@@ -7,12 +7,12 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from agent.messages import Message
-from agent.model.types import CallModel
 from services.compact.autocompact import AutocompactContext, AutocompactResult
 from services.compact.autocompact import autocompact as default_autocompact
 from services.compact.micro import microcompact_messages
 from services.compact.pipeline import Microcompact
+from services.messages import Message
+from services.model_types import CallModel
 
 Autocompact = Callable[[list[Message], AutocompactContext], Awaitable[AutocompactResult | None]]
 

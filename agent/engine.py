@@ -15,7 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from agent.deps import QueryDeps
-from agent.events import (
+from agent.query import QueryParams, query
+from services.compact.options import CompactOptions
+from services.compact.state import ContentReplacementState
+from services.events import (
     AssistantEvent,
     Event,
     HistoryReplacedEvent,
@@ -24,13 +27,10 @@ from agent.events import (
     ToolResultsEvent,
     UserMessageEvent,
 )
-from agent.messages import Message, repair_pairing, user_message
-from agent.query import QueryParams, query
-from agent.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
-from agent.usage import Usage
-from services.compact.options import CompactOptions
-from services.compact.state import ContentReplacementState
 from services.hooks import NO_HOOKS, Hooks
+from services.messages import Message, repair_pairing, user_message
+from services.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
+from services.usage import Usage
 from tools.agent_tool import replay_usage_records
 from tools.base import SessionState, Tool, ToolContext
 from tools.permissions import PermissionGate
@@ -161,7 +161,12 @@ class QueryEngine:
             abort=self._abort,
             session_id=self.session_id,
             session_dir=self.paths.directory,
+            run_loop=self._run_subloop,
         )
+
+    def _run_subloop(self, **params: Any) -> AsyncIterator[Event]:
+        """The loop with this engine's deps, for tools that run a sub-loop (the Agent tool)."""
+        return query(QueryParams(**params), self.deps)
 
     async def run_turn(self, text: str, inject_before: list[Message] | None = None) -> AsyncIterator[Event]:
         """Append the user's message (after any injected ones) and run the loop until it stops."""

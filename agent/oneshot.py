@@ -11,7 +11,7 @@ import traceback
 from typing import Any
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
-from agent.events import (
+from services.events import (
     AssistantEvent,
     NoticeEvent,
     Terminal,
@@ -21,7 +21,7 @@ from agent.events import (
     ToolStartEvent,
     UserMessageEvent,
 )
-from agent.messages import message_text
+from services.messages import message_text
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_turns": 3, "aborted": 130}
 SUBTYPES = {

@@ -12,7 +12,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from agent.deps import QueryDeps
-from agent.events import (
+from services.compact.autocompact import AutocompactContext
+from services.compact.budget import decide_new_results
+from services.compact.options import CompactOptions
+from services.compact.pipeline import run_outbound_pipeline, visible_result_ids
+from services.compact.state import ContentReplacementState
+from services.compact.types import PipelineEnv
+from services.events import (
     AssistantEvent,
     Event,
     HistoryReplacedEvent,
@@ -23,7 +29,8 @@ from agent.events import (
     ToolResultsEvent,
     UserMessageEvent,
 )
-from agent.messages import (
+from services.hooks import NO_HOOKS, Hooks
+from services.messages import (
     Message,
     assistant_message,
     message_text,
@@ -32,15 +39,8 @@ from agent.messages import (
     tool_uses,
     user_message,
 )
-from agent.model.types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
-from agent.trace import trace
-from services.compact.autocompact import AutocompactContext
-from services.compact.budget import decide_new_results
-from services.compact.options import CompactOptions
-from services.compact.pipeline import run_outbound_pipeline, visible_result_ids
-from services.compact.state import ContentReplacementState
-from services.compact.types import PipelineEnv
-from services.hooks import NO_HOOKS, Hooks
+from services.model_types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.trace import trace
 from tools.base import Tool, ToolContext
 from tools.orchestration import BatchOutcome, ToolRunner
 from tools.permissions import PermissionGate

@@ -22,7 +22,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agent.events import (
+from services.events import (
     AssistantEvent,
     NoticeEvent,
     Terminal,

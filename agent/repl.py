@@ -31,12 +31,13 @@ from rich.text import Text
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
-from agent.config import project_dir
-from agent.events import ToolEndEvent
 from agent.mcp_commands import register_mcp_commands
 from agent.render import Renderer, make_console
 from agent.skill_commands import register_skill_commands
-from agent.trace import trace
+from services.config import project_dir
+from services.events import ToolEndEvent
+from services.trace import trace
+from tools.mcp_tool import mcp_tools
 from tools.permissions import Answer, PermissionRequest
 from tools.todo import format_todos
 
@@ -416,7 +417,7 @@ class Repl:
         self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"))
         register_mcp_commands(self.router, self.mcp)
         if self.mcp is not None:
-            tools = self.mcp.tools()
+            tools = mcp_tools(self.mcp)
             self.engine.tools.extend(tools)
             self.renderer.tools.update({t.name: t for t in tools})
 
@@ -428,8 +429,8 @@ class Repl:
 
     async def run(self, continue_: bool = False, resume: str | None = None) -> int:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
-        from agent.cli import PICK_SESSION
         from agent.commands import cmd_resume
+        from services.session import PICK_SESSION
 
         pick = resume == PICK_SESSION
         code = self.start(continue_, None if pick else resume)

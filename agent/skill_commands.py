@@ -7,7 +7,7 @@ with args a turn runs with the skill injected before the user's text. Built-in n
 from __future__ import annotations
 
 from agent.commands import CommandContext, CommandResult, CommandRouter
-from agent.messages import user_message
+from services.messages import user_message
 from services.skills import RESERVED_COMMANDS, Skill, format_skill_injection
 
 

@@ -16,7 +16,11 @@ from pathlib import Path
 
 from common import best_of, header  # noqa: F401 - common also puts the project root on sys.path
 
-from agent.messages import (
+from services.compact.budget import apply_tool_result_budget
+from services.compact.options import CompactOptions
+from services.compact.state import ContentReplacementState
+from services.compact.types import PipelineEnv
+from services.messages import (
     assistant_message,
     text_block,
     to_api,
@@ -24,10 +28,6 @@ from agent.messages import (
     tool_use_block,
     user_message,
 )
-from services.compact.budget import apply_tool_result_budget
-from services.compact.options import CompactOptions
-from services.compact.state import ContentReplacementState
-from services.compact.types import PipelineEnv
 
 N_MESSAGES = 2000
 N_RESULTS = 500

@@ -30,7 +30,11 @@ from pathlib import Path
 
 from common import best_of, header, table  # common also puts the project root on sys.path
 
-from agent.messages import (
+from services.compact.options import CompactOptions
+from services.compact.pipeline import run_outbound_pipeline
+from services.compact.state import ContentReplacementState
+from services.compact.types import PipelineEnv
+from services.messages import (
     assistant_message,
     text_block,
     to_api,
@@ -38,10 +42,6 @@ from agent.messages import (
     tool_use_block,
     user_message,
 )
-from services.compact.options import CompactOptions
-from services.compact.pipeline import run_outbound_pipeline
-from services.compact.state import ContentReplacementState
-from services.compact.types import PipelineEnv
 from tools.registry import default_tools
 
 SIZES = (200, 2000, 20000)

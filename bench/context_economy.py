@@ -45,7 +45,14 @@ sys.path.insert(0, str(ROOT))
 
 from agent.deps import QueryDeps  # noqa: E402
 from agent.engine import EngineConfig, QueryEngine  # noqa: E402
-from agent.messages import (  # noqa: E402
+from agent.model.scripted import reply, tool_call  # noqa: E402
+from services.compact.estimate import estimate_outbound_chars, result_chars  # noqa: E402
+from services.compact.micro import is_compactable_tool_name, placeholder_for  # noqa: E402
+from services.compact.options import DEFAULT_THRESHOLD_CHARS, CompactOptions  # noqa: E402
+from services.compact.pipeline import run_outbound_pipeline  # noqa: E402
+from services.compact.state import ContentReplacementState  # noqa: E402
+from services.compact.types import PipelineEnv, StageResult  # noqa: E402
+from services.messages import (  # noqa: E402
     Message,
     is_user_text_message,
     to_api,
@@ -53,14 +60,7 @@ from agent.messages import (  # noqa: E402
     tool_results,
     tool_use_index,
 )
-from agent.model.scripted import reply, tool_call  # noqa: E402
-from agent.model.types import ModelRequest  # noqa: E402
-from services.compact.estimate import estimate_outbound_chars, result_chars  # noqa: E402
-from services.compact.micro import is_compactable_tool_name, placeholder_for  # noqa: E402
-from services.compact.options import DEFAULT_THRESHOLD_CHARS, CompactOptions  # noqa: E402
-from services.compact.pipeline import run_outbound_pipeline  # noqa: E402
-from services.compact.state import ContentReplacementState  # noqa: E402
-from services.compact.types import PipelineEnv, StageResult  # noqa: E402
+from services.model_types import ModelRequest  # noqa: E402
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolOutput  # noqa: E402
 from tools.permissions import PermissionGate  # noqa: E402
 

@@ -12,8 +12,8 @@ import shutil
 import time
 from pathlib import Path
 
-from agent.config import agent_home
-from agent.trace import trace
+from services.config import agent_home
+from services.trace import trace
 
 DEFAULT_SPILL_MAX_AGE_DAYS = 30
 SPILL_DIRNAME = "tool-results"

@@ -13,7 +13,7 @@ import json
 import math
 from typing import Any
 
-from agent.messages import Message
+from services.messages import Message
 
 IMAGE_TOKENS = 2000
 CHARS_PER_TOKEN = 4
@@ -142,7 +142,7 @@ async def count_tokens_exact(
 
     Costs a network round trip: use it only where a number is shown on request (/context), never per call.
     """
-    from agent.messages import to_api
+    from services.messages import to_api
 
     kwargs: dict[str, Any] = {"model": model, "messages": to_api(messages) or [{"role": "user", "content": "foo"}]}
     if system:

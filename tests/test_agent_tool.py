@@ -12,8 +12,8 @@ import pytest
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
 from agent.model.scripted import FunctionModel, ScriptedModel, reply, tool_call
-from agent.model.types import ModelRequest
-from agent.session import load_transcript
+from services.model_types import ModelRequest
+from services.session import load_transcript
 from tools.agent_tool import MAX_REPORT_CHARS, AgentTool
 from tools.base import SessionState, Tool, ToolContext, ToolError, ToolOutput
 from tools.echo import EchoTool
@@ -43,7 +43,7 @@ def make_engine(tmp_path: Path, model: Any, extra: list[Tool] | None = None, **a
     cwd.mkdir(exist_ok=True)
     tools: list[Tool] = [EchoTool(), ReadTool(), *(extra or [])]
     engine: QueryEngine
-    agent = AgentTool(lambda: engine.deps, lambda: engine.tools, "claude-test", get_gate=lambda: engine.gate,
+    agent = AgentTool(lambda: engine.tools, "claude-test", get_gate=lambda: engine.gate,
                       get_hooks=lambda: engine.hooks, **agent_kw)
     tools.append(agent)
     engine = QueryEngine(EngineConfig(cwd=cwd, model="claude-test"), tools, QueryDeps(call_model=model))
@@ -94,7 +94,7 @@ async def test_child_runs_and_reports(tmp_path: Path, monkeypatch: pytest.Monkey
 async def test_nesting_limit_and_narrowing(tmp_path: Path) -> None:
     engine_tools: list[Tool] = [EchoTool(), ReadTool()]
     model = ScriptedModel([])
-    agent = AgentTool(lambda: QueryDeps(call_model=model), lambda: engine_tools, "m", max_depth=1)
+    agent = AgentTool(lambda: engine_tools, "m", max_depth=1)
     engine_tools.append(agent)
     ctx = ToolContext(session=SessionState(cwd=tmp_path), project_root=tmp_path, depth=1)
     with pytest.raises(ToolError, match="depth exceeded \\(max 1\\)"):
@@ -106,7 +106,7 @@ async def test_nesting_limit_and_narrowing(tmp_path: Path) -> None:
         agent.child_tools(1, ["Bash"])
     with pytest.raises(ToolError, match="cannot be nested"):
         agent.child_tools(1, ["Agent"])
-    deeper = AgentTool(lambda: None, lambda: engine_tools, "m", max_depth=2)
+    deeper = AgentTool(lambda: engine_tools, "m", max_depth=2)
     engine_tools[-1] = deeper
     assert "Agent" in [t.name for t in deeper.child_tools(1)]
     assert "Agent" not in [t.name for t in deeper.child_tools(2)]

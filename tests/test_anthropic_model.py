@@ -11,9 +11,9 @@ import pytest
 import agent.model.anthropic as anthropic_model
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.messages import INVALID_INPUT_KEY, tool_results, tool_uses
 from agent.model.anthropic import AnthropicModel
-from agent.model.types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.messages import INVALID_INPUT_KEY, tool_results, tool_uses
+from services.model_types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
 from tests.conftest import TEST_KEY
 from tests.fake_anthropic import FakeAnthropic, Step, text_block, tool_block
 from tools.base import Tool, ToolContext, ToolOutput

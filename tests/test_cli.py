@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from agent import __version__
-from agent.messages import tool_results, tool_uses
+from services.messages import tool_results, tool_uses
 from tests.conftest import TEST_KEY, CliResult, CliRunner, RunningCli
 from tests.fake_anthropic import FakeAnthropic, tool_block
 

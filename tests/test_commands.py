@@ -12,12 +12,12 @@ from prompt_toolkit.document import Document
 
 from agent.app import AppOptions, build_engine
 from agent.commands import CommandContext, CommandResult, CommandRouter, context_percent, default_router
-from agent.config import Settings
 from agent.deps import QueryDeps
-from agent.messages import assistant_message, text_block, user_message
 from agent.model.scripted import ScriptedModel, reply
 from agent.render import make_console
 from agent.repl import ReplCompleter
+from services.config import Settings
+from services.messages import assistant_message, text_block, user_message
 
 
 @pytest.fixture

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from agent.app import AppOptions, build_engine
-from agent.config import Settings
 from agent.deps import QueryDeps
-from agent.events import Terminal
-from agent.messages import message_text, tool_results
 from agent.model.scripted import ScriptedModel, reply, tool_call
+from services.config import Settings
+from services.events import Terminal
 from services.hooks.command import (
     DEFAULT_HOOK_TIMEOUT_MS,
     CommandHooks,
@@ -26,6 +25,7 @@ from services.hooks.command import (
     parse_hooks_config,
     run_hook_command,
 )
+from services.messages import message_text, tool_results
 from tests.files import write
 from tests.procs import pid_alive as _alive
 

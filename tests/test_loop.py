@@ -10,7 +10,9 @@ import pytest
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.events import (
+from agent.model.scripted import ScriptedModel, reply, tool_call
+from agent.query import INTERRUPTED_NOTE, QueryParams, query
+from services.events import (
     AssistantEvent,
     Terminal,
     TextDeltaEvent,
@@ -18,7 +20,7 @@ from agent.events import (
     ToolResultsEvent,
     ToolStartEvent,
 )
-from agent.messages import (
+from services.messages import (
     INTERRUPTED_TOOL_RESULT_MESSAGE,
     SKIPPED_TOOL_RESULT_MESSAGE,
     Message,
@@ -26,9 +28,7 @@ from agent.messages import (
     tool_uses,
     user_message,
 )
-from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.query import INTERRUPTED_NOTE, QueryParams, query
-from agent.session import load_transcript
+from services.session import load_transcript
 from tools.base import SessionState, Tool, ToolContext, ToolOutput
 from tools.echo import EchoTool
 from tools.permissions import REJECT_MESSAGE, PermissionGate, PermissionRequest
@@ -360,7 +360,7 @@ async def test_a_raising_tool_becomes_an_error_result(cwd):
 
 
 async def test_model_error_ends_with_terminal_error(cwd):
-    from agent.model.types import ModelError
+    from services.model_types import ModelError
 
     model = ScriptedModel([ModelError("Model API error (HTTP 500): down")])
     engine = make_engine(cwd, model)

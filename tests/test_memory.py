@@ -78,7 +78,7 @@ def test_refresh_sees_creation_and_deletion(tmp_path):
 
 def test_nothing_is_created_in_the_project_at_startup(tmp_path, agent_home):
     from agent.app import AppOptions, build_engine
-    from agent.config import Settings
+    from services.config import Settings
 
     proj = tmp_path / "proj"
     proj.mkdir()

@@ -15,16 +15,16 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from agent.app import AppOptions
-from agent.config import Settings
 from agent.deps import QueryDeps
-from agent.events import AssistantEvent, NoticeEvent, TextDeltaEvent, ToolEndEvent, ToolStartEvent
-from agent.messages import assistant_message, text_block
 from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.model.types import ModelResponse, TextDelta
 from agent.query import INTERRUPTED_NOTE
 from agent.render import Renderer, diff_lines, make_console
 from agent.repl import Repl, history_path
-from agent.session import list_sessions, load_transcript
+from services.config import Settings
+from services.events import AssistantEvent, NoticeEvent, TextDeltaEvent, ToolEndEvent, ToolStartEvent
+from services.messages import assistant_message, text_block
+from services.model_types import ModelResponse, TextDelta
+from services.session import list_sessions, load_transcript
 from tools.base import Tool, ToolContext, ToolOutput
 from tools.permissions import REJECT_MESSAGE
 

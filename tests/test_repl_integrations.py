@@ -53,7 +53,8 @@ async def test_mcp_status_prompt_command_and_mention(project: Path) -> None:  # 
 
 
 def test_bare_resume_flag_gets_the_pick_sentinel() -> None:
-    from agent.cli import PICK_SESSION, with_resume_sentinel
+    from agent.cli import with_resume_sentinel
+    from services.session import PICK_SESSION
 
     assert with_resume_sentinel(["-r"]) == ["-r", PICK_SESSION]
     assert with_resume_sentinel(["--resume", "--mock"]) == ["--resume", PICK_SESSION, "--mock"]
@@ -62,7 +63,7 @@ def test_bare_resume_flag_gets_the_pick_sentinel() -> None:
 
 
 async def test_resume_without_id_opens_the_picker(project: Path) -> None:  # noqa: F811
-    from agent.cli import PICK_SESSION
+    from services.session import PICK_SESSION
 
     first = ScriptedModel([reply("first answer")])
     with create_pipe_input() as inp:

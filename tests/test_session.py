@@ -10,8 +10,10 @@ import pytest
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.events import AssistantEvent, ToolResultsEvent
-from agent.messages import (
+from agent.model.anthropic import AnthropicModel
+from agent.model.scripted import ScriptedModel, reply, tool_call
+from services.events import AssistantEvent, ToolResultsEvent
+from services.messages import (
     assistant_message,
     text_block,
     tool_results,
@@ -19,9 +21,7 @@ from agent.messages import (
     tool_uses,
     user_message,
 )
-from agent.model.anthropic import AnthropicModel
-from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.session import (
+from services.session import (
     FORMAT_VERSION,
     SessionPaths,
     TranscriptError,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agent.commands import CommandRouter, default_router
-from agent.messages import message_text, tool_use_block
 from agent.skill_commands import register_skill_commands
+from services.messages import message_text, tool_use_block
 from services.skills import (
     MAX_SKILL_BYTES,
     discover_skills,

@@ -9,7 +9,7 @@ import pytest
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
 from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.session import load_transcript
+from services.session import load_transcript
 from tools.base import SessionState, ToolContext, ToolError
 from tools.orchestration import ToolRunner
 from tools.permissions import PermissionGate

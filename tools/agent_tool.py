@@ -24,10 +24,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from agent.messages import Message, message_text, tool_uses, user_message
-from agent.trace import trace
-from agent.usage import Usage
 from services.hooks import NO_HOOKS, HookDecision, Hooks
+from services.messages import Message, message_text, tool_uses, user_message
+from services.trace import trace
+from services.usage import Usage
 from tools.base import UNBOUNDED, SessionState, Tool, ToolContext, ToolError, ToolOutput
 
 MAX_REPORT_CHARS = 32_768
@@ -144,7 +144,6 @@ class AgentTool(Tool):
 
     def __init__(
         self,
-        get_deps: Callable[[], Any],
         get_tools: Callable[[], list[Tool]],
         model: str | Callable[[], str],
         *,
@@ -156,7 +155,6 @@ class AgentTool(Tool):
         max_tokens: int = 16384,
         system_prompt: Callable[[str], str] = _system_prompt,
     ):
-        self.get_deps = get_deps
         self.get_tools = get_tools
         self.model = model
         self.get_gate = get_gate
@@ -220,7 +218,9 @@ class AgentTool(Tool):
 
     # -- the run ---------------------------------------------------------------------------------
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        from agent.events import (
+        from services.compact.options import CompactOptions
+        from services.compact.state import ContentReplacementState
+        from services.events import (
             AssistantEvent,
             HistoryReplacedEvent,
             RecordEvent,
@@ -228,10 +228,7 @@ class AgentTool(Tool):
             ToolResultsEvent,
             UserMessageEvent,
         )
-        from agent.query import QueryParams, query
-        from agent.session import Transcript
-        from services.compact.options import CompactOptions
-        from services.compact.state import ContentReplacementState
+        from services.session import Transcript
         from tools.permissions import PermissionGate
 
         description = input["description"].strip() or "task"
@@ -242,6 +239,8 @@ class AgentTool(Tool):
                 "Do this part of the work yourself."
             )
         tools = self.child_tools(depth, self._names(input))
+        if ctx.run_loop is None:
+            raise ToolError("Sub-agents are not available here (no loop in this tool context).")
         agent_id = _safe_id(ctx.tool_use_id) if ctx.tool_use_id else uuid.uuid4().hex[:12]
         child_dir = (ctx.session_dir / "agents" / agent_id) if ctx.session_dir else None
         usage = Usage()
@@ -253,12 +252,13 @@ class AgentTool(Tool):
             session_id=ctx.session_id,
             session_dir=child_dir,
             depth=depth,
+            run_loop=ctx.run_loop,
         )
         gate = self.get_gate() if self.get_gate else PermissionGate()
         hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS)
         compact = self.get_compact() if self.get_compact else CompactOptions.from_env()
         history: list[Message] = [user_message(input["prompt"])]
-        params = QueryParams(
+        params = dict(
             messages=list(history),
             system=self.system_prompt(str(ctx.session.cwd)),
             tools=tools,
@@ -290,7 +290,7 @@ class AgentTool(Tool):
         tool_calls = 0
         last_text = ""
         try:
-            async with contextlib.aclosing(query(params, self.get_deps())) as events:
+            async with contextlib.aclosing(ctx.run_loop(**params)) as events:
                 async for event in events:
                     if isinstance(event, AssistantEvent):
                         history.append(event.message)

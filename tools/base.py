@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agent.messages import Message
+from services.messages import Message
 
 # Default per-result threshold for tools that do not declare their own (MCP tools and others).
 DEFAULT_MAX_RESULT_CHARS = 50_000
@@ -66,6 +66,9 @@ class ToolContext:
     is_visible: Any = _always_visible
     # Depth of nested agents (0 for the main loop).
     depth: int = 0
+    # The loop itself, for a tool that runs a sub-loop (the Agent tool): `run_loop(**query params)` returns
+    # the loop's event stream. The engine supplies it bound to its QueryDeps, so tools never import the loop.
+    run_loop: Any = None
 
     @property
     def cwd(self) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.messages import image_block, text_block
+from services.messages import image_block, text_block
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolOutput
 
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
@@ -86,3 +86,21 @@ def _summary(blocks: list[dict[str, Any]]) -> str:
     chars = sum(len(b.get("text", "")) for b in blocks)
     images = sum(1 for b in blocks if b.get("type") == "image")
     return f"{chars} chars" + (f", {images} image(s)" if images else "")
+
+
+def mcp_tools(manager: Any) -> list[Tool]:
+    """Tool objects for the engine from a connected `McpManager`: one per MCP tool (first of a name wins),
+    plus the resource tools when any server has resources. The manager only lists; tools are built here."""
+    from tools.mcp_resources import resource_tools
+
+    out: list[Tool] = []
+    seen: set[str] = set()
+    for s in manager.connected():
+        for t in s.tools:
+            tool = McpTool(manager, s.name, t)
+            if tool.name not in seen:
+                seen.add(tool.name)
+                out.append(tool)
+    if manager.has_resources():
+        out.extend(resource_tools(manager))
+    return out

@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.events import ToolEndEvent, ToolStartEvent
-from agent.messages import (
+from services.events import ToolEndEvent, ToolStartEvent
+from services.hooks import NO_HOOKS, Hooks
+from services.messages import (
     INTERRUPTED_TOOL_RESULT_MESSAGE,
     SKIPPED_TOOL_RESULT_MESSAGE,
     Message,
@@ -24,8 +25,7 @@ from agent.messages import (
     clean_text,
     tool_result_block,
 )
-from agent.trace import trace
-from services.hooks import NO_HOOKS, Hooks
+from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.permissions import PermissionGate
 from tools.validation import validate_input

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.messages import user_message
+from services.messages import user_message
 from services.skills import Skill, format_skill_injection
 from tools.base import Tool, ToolContext, ToolOutput
 

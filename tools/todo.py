@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.messages import Message, tool_results, tool_uses
+from services.messages import Message, tool_results, tool_uses
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 EXTRAS_KEY = "todos"

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from agent.messages import INVALID_INPUT_KEY
+from services.messages import INVALID_INPUT_KEY
 from tools.base import Tool
 
 

@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-from agent.trace import trace
+from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
 
 DEFAULT_TIMEOUT = 30.0

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from agent.trace import trace
+from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.web_fetch import abortable
 

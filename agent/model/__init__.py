@@ -1,5 +1,5 @@
 """Model providers: the Anthropic streaming client, and offline ones (mock, scripted)."""
 
-from agent.model.types import CallModel, ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.model_types import CallModel, ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
 
 __all__ = ["CallModel", "ModelError", "ModelRequest", "ModelResponse", "Retrying", "TextDelta"]

@@ -15,10 +15,10 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agent.config import env_int
-from agent.messages import INVALID_INPUT_KEY, assistant_message
-from agent.model.types import ModelError, ModelEvent, ModelRequest, ModelResponse, Retrying, TextDelta
-from agent.trace import trace
+from services.config import env_int
+from services.messages import INVALID_INPUT_KEY, assistant_message
+from services.model_types import ModelError, ModelEvent, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.trace import trace
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error"}

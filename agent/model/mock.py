@@ -14,9 +14,9 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from agent.messages import result_text, text_block, tool_use_block
 from agent.model.scripted import _emit, reply
-from agent.model.types import ModelEvent, ModelRequest
+from services.messages import result_text, text_block, tool_use_block
+from services.model_types import ModelEvent, ModelRequest
 
 _counter = itertools.count(1)
 

@@ -12,8 +12,8 @@ import itertools
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agent.messages import Block, assistant_message, text_block, tool_use_block
-from agent.model.types import ModelError, ModelEvent, ModelRequest, ModelResponse, TextDelta
+from services.messages import Block, assistant_message, text_block, tool_use_block
+from services.model_types import ModelError, ModelEvent, ModelRequest, ModelResponse, TextDelta
 
 _ids = itertools.count(1)
 

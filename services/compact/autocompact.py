@@ -17,11 +17,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.messages import Message, is_user_text_message, result_text, tool_results, tool_uses, user_message
-from agent.model.types import ModelRequest, ModelResponse, TextDelta
-from agent.trace import trace
 from services.compact.options import CompactOptions
 from services.compact.retain import COMPACT_BOUNDARY_TEXT
+from services.messages import (
+    Message,
+    is_user_text_message,
+    result_text,
+    tool_results,
+    tool_uses,
+    user_message,
+)
+from services.model_types import ModelRequest, ModelResponse, TextDelta
+from services.trace import trace
 
 SUMMARY_PREFIX = "Conversation summary (compacted):\n"
 MAX_AUTOCOMPACT_FAILURES = 3

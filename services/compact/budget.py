@@ -17,12 +17,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from agent.messages import Message, has_image, result_text
-from agent.trace import trace
 from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv, StageResult
+from services.messages import Message, has_image, result_text
 from services.tool_result_storage import build_replacement, format_size, is_persisted, write_spill
+from services.trace import trace
 
 # Never spill a result smaller than this for the per-message budget: the pointer would cost more than it frees.
 MIN_AGGREGATE_SPILL_CHARS = 5000

@@ -11,10 +11,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from agent.messages import Message
 from services.compact.autocompact import percent_of
 from services.compact.estimate import block_chars
 from services.compact.state import ContentReplacementState
+from services.messages import Message
 
 CHARS_PER_TOKEN = 4
 

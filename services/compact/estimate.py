@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.messages import Message
+from services.messages import Message
 
 # An image in a tool_result or user message counts as this many characters.
 IMAGE_CHARS = 6000

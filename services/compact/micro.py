@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.messages import Message, tool_use_index
-from agent.trace import trace
 from services.compact.estimate import estimate_outbound_chars, result_chars
 from services.compact.options import CompactOptions
 from services.compact.retain import valid_memo
 from services.compact.state import ContentReplacementState
 from services.compact.types import StageResult
+from services.messages import Message, tool_use_index
+from services.trace import trace
 
 MICROCOMPACT_NOTE = "[Old tool result content cleared]"
 COMPACTABLE_TOOLS = frozenset({"Read", "Write", "Edit", "Bash", "Grep", "Glob"})

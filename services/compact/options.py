@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from agent.config import env_flag, env_int
+from services.config import env_flag, env_int
 
 # The seed's 80000 chars (~20k tokens, a tenth of a 200k window) keeps so little that each new tool
 # result is a large share of every request: in bench/context_economy.py no policy then reaches a 0.9

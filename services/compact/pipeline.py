@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.messages import Message
 from services.compact.budget import apply_tool_result_budget
 from services.compact.micro import microcompact_messages
 from services.compact.options import CompactOptions
 from services.compact.retain import apply_retain_tail_if_needed
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv, StageResult
+from services.messages import Message
 
 Microcompact = Callable[[list[Message], ContentReplacementState, CompactOptions], StageResult]
 

@@ -16,12 +16,19 @@ the tail budget, so consecutive requests keep sharing their prefix; each move is
 
 from __future__ import annotations
 
-from agent.messages import Message, is_user_text_message, message_text, tool_results, tool_uses, user_message
-from agent.trace import trace
 from services.compact.estimate import estimate_outbound_chars
 from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState, RetainMemo
 from services.compact.types import StageResult
+from services.messages import (
+    Message,
+    is_user_text_message,
+    message_text,
+    tool_results,
+    tool_uses,
+    user_message,
+)
+from services.trace import trace
 
 OMITTED_TEMPLATE = "[{n} earlier messages omitted]"
 COMPACT_BOUNDARY_TEXT = "[compact boundary]"

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.messages import Message
+from services.messages import Message
 
 
 @dataclass

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.trace import trace
 from services.hooks import HookDecision, Hooks
+from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionStart")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.messages import Message, user_message
 from services.mcp.config import ServerConfig, load_config
+from services.messages import Message, user_message
 
 CLIENT_NAME = "react-agent"
 CLIENT_VERSION = "0.1.0"
@@ -357,23 +357,6 @@ class McpManager:
             state = s.state if s.state != "failed" else f"failed: {s.error}"
             rows.append((s.name, state, len(s.tools) if s.state == "connected" else 0))
         return rows
-
-    def tools(self) -> list[Any]:
-        """Tool objects for the engine: one per MCP tool, plus the resource tools when any server has resources."""
-        from tools.mcp_resources import resource_tools
-        from tools.mcp_tool import McpTool
-
-        out: list[Any] = []
-        seen: set[str] = set()
-        for s in self.connected():
-            for t in s.tools:
-                tool = McpTool(self, s.name, t)
-                if tool.name not in seen:
-                    seen.add(tool.name)
-                    out.append(tool)
-        if self.has_resources():
-            out.extend(resource_tools(self))
-        return out
 
     def has_resources(self) -> bool:
         return any(s.has_resources for s in self.connected())

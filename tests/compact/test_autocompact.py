@@ -10,11 +10,7 @@ import pytest
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.events import NoticeEvent
-from agent.messages import assistant_message, text_block, tool_result_block, tool_use_block, user_message
 from agent.model.scripted import FunctionModel, ScriptedModel, reply
-from agent.model.types import ModelError
-from agent.session import load_transcript
 from services.compact.autocompact import (
     COMPACT_BOUNDARY_TEXT,
     MAX_AUTOCOMPACT_FAILURES,
@@ -27,6 +23,10 @@ from services.compact.autocompact import (
     messages_after_boundary,
 )
 from services.compact.options import CompactOptions
+from services.events import NoticeEvent
+from services.messages import assistant_message, text_block, tool_result_block, tool_use_block, user_message
+from services.model_types import ModelError
+from services.session import load_transcript
 
 
 def history(n: int = 6) -> list:

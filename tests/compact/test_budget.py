@@ -12,7 +12,12 @@ import pytest
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.messages import (
+from agent.model.scripted import ScriptedModel, reply, tool_call
+from services.compact.budget import MIN_AGGREGATE_SPILL_CHARS, apply_tool_result_budget, result_threshold
+from services.compact.options import CompactOptions
+from services.compact.state import ContentReplacementState
+from services.compact.types import PipelineEnv
+from services.messages import (
     assistant_message,
     image_block,
     text_block,
@@ -22,12 +27,7 @@ from agent.messages import (
     tool_use_block,
     user_message,
 )
-from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.session import load_transcript
-from services.compact.budget import MIN_AGGREGATE_SPILL_CHARS, apply_tool_result_budget, result_threshold
-from services.compact.options import CompactOptions
-from services.compact.state import ContentReplacementState
-from services.compact.types import PipelineEnv
+from services.session import load_transcript
 from services.spill_cleanup import cleanup_spill_dirs
 from services.tool_result_storage import (
     PERSISTED_OUTPUT_TAG,

@@ -8,8 +8,8 @@ import stat
 from pathlib import Path
 
 from agent.app import AppOptions, build_engine
-from agent.config import Settings
-from agent.events import NoticeEvent
+from services.config import Settings
+from services.events import NoticeEvent
 from services.tool_result_storage import PERSISTED_OUTPUT_TAG
 from tests.fake_anthropic import FakeAnthropic, tool_block
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
-from agent.messages import (
+from services.compact.estimate import estimate_outbound_chars
+from services.compact.micro import MICROCOMPACT_NOTE, microcompact_messages, placeholder_for
+from services.compact.options import CompactOptions
+from services.compact.state import ContentReplacementState
+from services.messages import (
     assistant_message,
     text_block,
     to_api,
@@ -13,10 +17,6 @@ from agent.messages import (
     tool_use_block,
     user_message,
 )
-from services.compact.estimate import estimate_outbound_chars
-from services.compact.micro import MICROCOMPACT_NOTE, microcompact_messages, placeholder_for
-from services.compact.options import CompactOptions
-from services.compact.state import ContentReplacementState
 
 
 def rounds(n: int, body: int = 800, tool: str = "Read", start: int = 0) -> list:

@@ -8,8 +8,14 @@ from pathlib import Path
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.events import NoticeEvent
-from agent.messages import (
+from agent.model.scripted import ScriptedModel, reply, tool_call
+from services.compact.micro import MICROCOMPACT_NOTE
+from services.compact.options import CompactOptions
+from services.compact.pipeline import compact_messages, run_outbound_pipeline, visible_result_ids
+from services.compact.state import ContentReplacementState
+from services.compact.types import PipelineEnv
+from services.events import NoticeEvent
+from services.messages import (
     assistant_message,
     text_block,
     to_api,
@@ -17,12 +23,6 @@ from agent.messages import (
     tool_use_block,
     user_message,
 )
-from agent.model.scripted import ScriptedModel, reply, tool_call
-from services.compact.micro import MICROCOMPACT_NOTE
-from services.compact.options import CompactOptions
-from services.compact.pipeline import compact_messages, run_outbound_pipeline, visible_result_ids
-from services.compact.state import ContentReplacementState
-from services.compact.types import PipelineEnv
 from tools.base import Tool, ToolContext, ToolOutput
 
 

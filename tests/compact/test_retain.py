@@ -3,7 +3,10 @@ omitted marker, and a single long agentic turn is still trimmed with pairs intac
 
 from __future__ import annotations
 
-from agent.messages import (
+from services.compact.autocompact import COMPACT_BOUNDARY_TEXT, SUMMARY_PREFIX
+from services.compact.options import CompactOptions
+from services.compact.retain import apply_retain_tail_if_needed
+from services.messages import (
     assistant_message,
     is_user_text_message,
     text_block,
@@ -11,9 +14,6 @@ from agent.messages import (
     tool_use_block,
     user_message,
 )
-from services.compact.autocompact import COMPACT_BOUNDARY_TEXT, SUMMARY_PREFIX
-from services.compact.options import CompactOptions
-from services.compact.retain import apply_retain_tail_if_needed
 
 
 def conversation(n_rounds: int, body: int = 200) -> list:

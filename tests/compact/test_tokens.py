@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from agent.messages import (
+from services.messages import (
     assistant_message,
     image_block,
     text_block,

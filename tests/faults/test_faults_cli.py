@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from agent.session import load_transcript
+from services.session import load_transcript
 from tests.conftest import TEST_KEY, CliResult, CliRunner, RunningCli
 from tests.fake_anthropic import FakeAnthropic, Recorded, tool_block
 from tests.procs import pid_alive

@@ -15,10 +15,10 @@ import pytest
 
 from agent.deps import QueryDeps
 from agent.engine import EngineConfig, QueryEngine
-from agent.events import Terminal
-from agent.messages import tool_results, tool_uses
 from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.session import load_transcript
+from services.events import Terminal
+from services.messages import tool_results, tool_uses
+from services.session import load_transcript
 from tools.base import Tool, ToolContext, ToolOutput
 from tools.echo import EchoTool
 

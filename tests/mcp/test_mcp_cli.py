@@ -13,7 +13,7 @@ from pathlib import Path
 
 from test_mcp_servers import SERVERS, alive, free_port, wait_for_port
 
-from agent.messages import tool_results
+from services.messages import tool_results
 from tests.conftest import CliRunner
 from tests.fake_anthropic import FakeAnthropic, tool_block
 

@@ -23,6 +23,7 @@ import pytest_asyncio
 from services.mcp.manager import MAX_MENTION_CHARS, McpError, McpManager
 from tests.procs import pid_alive as alive
 from tools.base import SessionState, ToolContext
+from tools.mcp_tool import mcp_tools
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -61,7 +62,7 @@ class Env:
         return ToolContext(session=SessionState(cwd=self.root), project_root=self.root)
 
     def tool(self, name: str) -> Any:
-        return next(t for t in self.manager.tools() if t.name == name)
+        return next(t for t in mcp_tools(self.manager) if t.name == name)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", params=["stdio", "http"])
@@ -122,7 +123,7 @@ async def test_servers_connect_and_failures_are_reported_once(env: Env) -> None:
 
 
 async def test_tools_are_listed_with_normalised_names_and_schemas(env: Env) -> None:
-    names = [t.name for t in env.manager.tools()]
+    names = [t.name for t in mcp_tools(env.manager)]
     assert {"mcp__calculator__add", "mcp__calculator__multiply", "mcp__calculator__stats_mean_value",
             "mcp__tour__echo", "mcp__crash__crash", "mcp__hang__wait"} <= set(names)
     assert names[-2:] == ["ListMcpResources", "ReadMcpResource"]
@@ -226,7 +227,7 @@ async def test_a_server_that_crashes_mid_call_is_an_error_and_the_rest_go_on(env
     out = await env.tool("mcp__calculator__add").call({"a": 1, "b": 1}, env.ctx())
     assert out.content == [{"type": "text", "text": "2"}]
     # The dead server's tools are no longer offered, and a direct call says why.
-    assert "mcp__crash__ok" not in [t.name for t in env.manager.tools()]
+    assert "mcp__crash__ok" not in [t.name for t in mcp_tools(env.manager)]
     with pytest.raises(McpError, match="not connected"):
         await env.manager.call_tool("crash", "ok", {})
     assert dict((n, s) for n, s, _ in env.manager.status())["crash"].startswith("failed: disconnected")

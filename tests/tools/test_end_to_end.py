@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.app import AppOptions, build_engine
-from agent.config import Settings
 from agent.deps import QueryDeps
-from agent.events import Terminal
-from agent.messages import tool_results
 from agent.model.scripted import ScriptedModel, reply, tool_call
+from services.config import Settings
+from services.events import Terminal
+from services.messages import tool_results
 
 
 async def test_scripted_model_reads_then_edits(tmp_path: Path, monkeypatch) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.messages import tool_use_block
+from services.messages import tool_use_block
 from tools.base import SessionState, ToolContext
 from tools.orchestration import BatchOutcome, ToolRunner
 from tools.permissions import PermissionGate

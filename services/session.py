@@ -18,10 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.config import project_dir
-from agent.messages import Message, repair_pairing
+from services.config import project_dir
+from services.messages import Message, repair_pairing
 
 FORMAT_VERSION = 1
+
+# `-r`/`--resume` with no id opens the session picker (in the REPL); the command line puts this sentinel
+# where the id would be, and the REPL reads it.
+PICK_SESSION = "@pick"
 
 
 class TranscriptError(Exception):

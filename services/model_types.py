@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.messages import Message
+from services.messages import Message
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agent.messages import Message
+from services.messages import Message
 
 TerminalReason = Literal["completed", "max_turns", "aborted", "error"]
 
