@@ -147,7 +147,8 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
     table.add_column()
     for cmd in ctx.router.commands():
         names = "/" + cmd.name + "".join(f", /{a}" for a in cmd.aliases)
-        table.add_row(names, cmd.help)
+        # Text, not markup strings: rich would eat an `[args]` hint as a style tag.
+        table.add_row(Text(names), Text(cmd.help))
     ctx.console.print(Text("Commands:", style="bold"))
     ctx.console.print(table)
     ctx.console.print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,33 @@ def make_console(file: Any = None, **kwargs: Any) -> Console:
 
 
 # -- labels and diffs ----------------------------------------------------------------------------
+# C0 controls (but newline and tab), DEL and C1 controls: a model- or repo-supplied string holding
+# ESC[2J must show as text, never clear the user's screen.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with every terminal control character written out (`\\x1b`), so printing it is inert."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def request_display(request: Any) -> str:
+    """The whole target of a permission question, untruncated: issue 15's `display`, else the command
+    or path from the input, else the tool's one-line label."""
+    shown = getattr(request, "display", None)
+    if not shown:
+        inp = getattr(request, "input", None) or {}
+        name = request.tool.name
+        for key in ("command", "file_path", "path", "url", "pattern"):
+            value = inp.get(key) if isinstance(inp, dict) else None
+            if isinstance(value, str) and value:
+                shown = f"{name} {value}"
+                break
+        else:
+            shown = getattr(request, "label", "") or name
+    return visible(str(shown))
+
+
 def tool_label(name: str, input: dict[str, Any], tools: dict[str, Any] | None = None) -> str:
     tool = (tools or {}).get(name)
     if tool is not None:
@@ -108,7 +136,7 @@ def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
             style = "red"
         else:
             style = "dim"
-        out.append(line + "\n", style=style)
+        out.append(visible(line) + "\n", style=style)
     if len(lines) > limit:
         out.append(f"… {len(lines) - limit} more diff lines\n", style="dim")
     return out
@@ -244,7 +272,7 @@ class Renderer:
 
     def _tool_start(self, ev: ToolStartEvent) -> None:
         self.end_text()
-        label = tool_label(ev.name, ev.input, self.tools)
+        label = visible(tool_label(ev.name, ev.input, self.tools))
         self._running[ev.id] = label
         lines = diff_lines(ev.name, ev.input, self.cwd)
         if lines is not None:
@@ -263,7 +291,7 @@ class Renderer:
             line = Text("● ", style="green")
             line.append(label, style="bold")
             if ev.summary:
-                line.append(f" ({ev.summary})", style="dim")
+                line.append(f" ({visible(ev.summary)})", style="dim")
             self.console.print(line)
             if diff and fp not in self.shown_diffs:
                 self.console.print(diff_text(diff))
@@ -271,7 +299,7 @@ class Renderer:
             first = (ev.error or ev.summary or "failed").strip().splitlines()
             line = Text("✗ ", style="red")
             line.append(label, style="bold red")
-            line.append(f": {first[0] if first else 'failed'}", style="red")
+            line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
             self.console.print(line)
         self.shown_diffs.discard(fp)
         self._refresh_tools_live()
@@ -292,7 +320,7 @@ class Renderer:
             self._tool_end(ev)
         elif isinstance(ev, NoticeEvent):
             self.end_text()
-            self.console.print(Text(f"· {ev.text}", style="dim"))
+            self.console.print(Text(f"· {visible(ev.text)}", style="dim"))
         elif isinstance(ev, Terminal):
             self.close()
             self.terminal(ev)
@@ -320,10 +348,10 @@ class Renderer:
         """Print the question's body: the tool, its target and, for Edit/Write, the diff."""
         self.pause()
         self.asking = True
-        self.console.print(Text(f"Permission: {tool_name}", style="bold yellow"))
-        self.console.print(Text(f"  {label}"))
+        self.console.print(Text(f"Permission: {visible(tool_name)}", style="bold yellow"))
+        self.console.print(Text(f"  {visible(label)}"))
         if reason:
-            self.console.print(Text(f"  {reason}", style="dim"))
+            self.console.print(Text(f"  {visible(reason)}", style="dim"))
         lines = diff_lines(tool_name, input, self.cwd)
         if lines:
             self.console.print(diff_text(lines))

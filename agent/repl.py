@@ -24,6 +24,7 @@ from typing import Any
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
@@ -32,7 +33,7 @@ from rich.text import Text
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.mcp_commands import register_mcp_commands
-from agent.render import Renderer, make_console
+from agent.render import Renderer, make_console, request_display, visible
 from agent.skill_commands import register_skill_commands
 from services.config import project_dir
 from services.events import ToolEndEvent
@@ -109,28 +110,78 @@ def _key_bindings() -> KeyBindings:
     return kb
 
 
-def _answer_bindings() -> KeyBindings:
-    kb = KeyBindings()
-    for key, value in (("y", "y"), ("Y", "y"), ("a", "a"), ("A", "a"), ("n", "n"), ("N", "n")):
+class AnswerMenu:
+    """The permission question's menu, Claude Code's way: 1 Yes (highlighted), 2 Yes and don't ask again
+    for <the exact rule>, 3 No. Arrows move, a digit picks, Enter takes the highlighted item, Esc/Ctrl-C/
+    Ctrl-D refuse. Any other key does nothing, so a stray keystroke never answers."""
 
-        def _make(v: str) -> Callable[[Any], None]:
-            def handler(event: Any) -> None:
-                event.app.exit(result=v)
+    def __init__(self, always_text: str):
+        self.items: list[tuple[Answer, str]] = [
+            ("once", "Yes"),
+            ("always", always_text),
+            ("deny", "No, and tell the agent what to do differently (esc)"),
+        ]
+        self.index = 0
 
-            return handler
+    def message(self) -> FormattedText:
+        parts: list[tuple[str, str]] = [("bold", "Do you want to proceed?\n")]
+        for i, (_, text) in enumerate(self.items):
+            if i == self.index:
+                parts.append(("bold fg:ansicyan", f"❯ {i + 1}. {text}\n"))
+            else:
+                parts.append(("", f"  {i + 1}. {text}\n"))
+        return FormattedText(parts)
 
-        kb.add(key)(_make(value))
+    def bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+        n = len(self.items)
 
-    @kb.add("escape", eager=True)
-    @kb.add("c-c")
-    def _deny(event: Any) -> None:
-        event.app.exit(result="n")
+        @kb.add("up")
+        @kb.add("c-p")
+        @kb.add("s-tab")
+        def _up(event: Any) -> None:
+            self.index = (self.index - 1) % n
 
-    @kb.add("c-d")
-    def _eof(event: Any) -> None:
-        event.app.exit(result="n")
+        @kb.add("down")
+        @kb.add("c-n")
+        @kb.add("tab")
+        def _down(event: Any) -> None:
+            self.index = (self.index + 1) % n
 
-    return kb
+        for i in range(n):
+
+            def _make(k: int) -> Callable[[Any], None]:
+                def pick(event: Any) -> None:
+                    self.index = k
+                    event.app.exit(result=self.items[k][0])
+
+                return pick
+
+            kb.add(str(i + 1))(_make(i))
+
+        @kb.add("enter")
+        def _accept(event: Any) -> None:
+            event.app.exit(result=self.items[self.index][0])
+
+        @kb.add("escape", eager=True)
+        @kb.add("c-c")
+        @kb.add("c-d")
+        def _refuse(event: Any) -> None:
+            event.app.exit(result="deny")
+
+        @kb.add("<any>")
+        def _ignore(event: Any) -> None:
+            pass
+
+        return kb
+
+
+def always_text(request: PermissionRequest) -> str:
+    """Option 2's words: the exact rule an "always" answer stores (issue 15's `always_rule`)."""
+    rule = getattr(request, "always_rule", None)
+    if rule:
+        return f"Yes, and don't ask again for {visible(str(rule))}"
+    return f"Yes, and don't ask again for {visible(request.tool.name)} on this target this session"
 
 
 class Repl:
@@ -226,28 +277,32 @@ class Repl:
     # -- permission questions ------------------------------------------------------------------
     async def ask(self, request: PermissionRequest) -> Answer:
         async with self._ask_lock:
-            self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
+            self.renderer.permission_question(
+                request.tool.name, request_display(request), request.input, request.reason
+            )
             self._stop_esc_reader()
+            menu = AnswerMenu(always_text(request))
             try:
-                answer = await self._question(
-                    "Allow? [y] once · [a] always (this session) · [n] deny: ", key_bindings=_answer_bindings()
+                answer = await self._question_session.prompt_async(
+                    menu.message, key_bindings=menu.bindings(), set_exception_handler=False
                 )
             except (KeyboardInterrupt, EOFError):
-                answer = "n"
+                answer = "deny"
             finally:
                 # prompt-toolkit took SIGINT over while it was reading; take it back for the turn.
                 if self._turn_task is not None and not self._turn_task.done():
                     self._install_sigint()
                     self._start_esc_reader()
-            answer = (answer or "").strip().lower()
-            if answer in ("y", "yes"):
+            if answer == "once":
                 self.say("Allowed once.", "dim")
                 result: Answer = "once"
-            elif answer in ("a", "always"):
-                self.say(f"Allowed {request.tool.name} for this session.", "dim")
+            elif answer == "always":
+                rule = getattr(request, "always_rule", None)
+                stored = f"Saved rule {visible(str(rule))}" if rule else f"Allowed {request.tool.name} on this target"
+                self.say(f"{stored}; not asking again.", "dim")
                 result = "always"
             else:
-                self.say("Denied.", "yellow")
+                self.say("Denied. Tell the agent what to do differently.", "yellow")
                 result = "deny"
             self.renderer.resume_live()
             return result

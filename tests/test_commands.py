@@ -216,3 +216,14 @@ def test_completer_slash_and_paths(tmp_path: Path) -> None:
     assert _complete(c, "look at @s") == ["setup.cfg", "src/"]
     assert _complete(c, "look at @src/a") == ["app.py"]
     assert _complete(c, "no mention") == []
+
+
+async def test_help_keeps_the_args_hints(env) -> None:
+    # rich markup would swallow "[name]" as a style tag; /help prints it as text.
+    ctx, buf = env()
+    ctx.router.register("weird", lambda c, a: None, "odd hint [bold]not bold[/bold] [path]")
+    await ctx.router.dispatch("/help", ctx)
+    out = buf.getvalue()
+    assert "show or set the model [name]" in out
+    assert "resume an earlier session of this project [number|id]" in out
+    assert "odd hint [bold]not bold[/bold] [path]" in out
