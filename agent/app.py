@@ -10,7 +10,7 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
-from tools.mcp_tool import mcp_tools
+from tools.mcp_tool import mcp_tools, sync_mcp_tools
 from tools.permissions import AskHook, PermissionGate, load_settings
 from tools.registry import default_tools
 
@@ -60,6 +60,9 @@ def build_engine(
     engine = QueryEngine(config, tools, deps or production_deps(mock=settings.mock), gate=gate, hooks=hooks)
     # Context, skills and hooks (issue 7): the prompt is rebuilt per session / when memory changes.
     engine.prompt_source = lambda: prompt.build(engine.session_id)
+    if mcp is not None:  # MCP (issue 18): servers join in the background; instructions, tools, notices
+        engine.prompt_source = lambda: _with_mcp_instructions(prompt.build(engine.session_id), mcp)
+        engine.refresh_tools = mcp_refresher(engine, mcp, {r for r in gate.disallowed_tools if "(" not in r})
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
     engine.prompt_builder = prompt
@@ -69,6 +72,26 @@ def build_engine(
 
     cleanup_spill_dirs(home=home)
     return engine
+
+
+def _with_mcp_instructions(system: str, mcp) -> str:  # noqa: ANN001
+    extra = mcp.instructions()
+    return f"{system}\n\n{extra}" if extra else system
+
+
+def mcp_refresher(engine: QueryEngine, mcp, blocked: set[str]):  # noqa: ANN001, ANN201
+    """Before each model call: the notices of servers that changed, and their tools synced into the
+    engine's list (new ones at the end). Cheap when nothing changed (one integer compare)."""
+    seen = [-1]
+
+    def refresh() -> list[tuple[str, str]]:
+        notices = mcp.take_notices()
+        if mcp.version != seen[0]:
+            seen[0] = mcp.version
+            sync_mcp_tools(engine.tools, mcp, blocked)
+        return [("mcp" if kind == "mcp" else "warning", text) for kind, text in notices]
+
+    return refresh
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
@@ -109,15 +132,17 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
         raise ResumeError(str(exc)) from None
 
 
-async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns McpManager | None
-    """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
+async def start_mcp(cwd: Path, warn=None, extra_roots: list[Path] | None = None):  # noqa: ANN001, ANN201
+    """Start the configured MCP servers in the background (issue 18) and return at once.
 
-    Returns None when no server is configured (the SDK is then never imported). Each config problem and
-    each failed server is reported once through `warn` (stderr by default). The caller passes the
-    manager to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
+    Returns None when no server is configured (the SDK is then never imported). Config problems are
+    reported through `warn` (stderr by default) now; servers report (ready, failed) through the
+    manager's notices, which the loop shows before its next model call. The caller passes the manager
+    to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
     """
     import sys
 
+    from services.config import project_dir
     from services.mcp.config import load_config
     from services.mcp.manager import McpManager
 
@@ -127,13 +152,10 @@ async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns Mcp
             sys.stderr.flush()
 
     configs, warnings = load_config(cwd)
-    if not configs:
-        for text in warnings:
-            warn(text)
-        return None
-    manager = McpManager(configs, cwd)
-    manager.warnings.extend(warnings)
-    await manager.start()
-    for text in manager.warnings:
+    for text in warnings:
         warn(text)
+    if not configs:
+        return None
+    manager = McpManager(configs, cwd, log_dir=project_dir(cwd) / "mcp-logs", extra_roots=extra_roots)
+    manager.start_background()
     return manager

@@ -127,12 +127,16 @@ async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume:
     except ResumeError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
-    # MCP (issue 8): servers connect before the engine is built and are closed on every way out.
-    mcp = await start_mcp(opts.cwd)
+    # MCP (issues 8, 18): servers start in the background (the first request does not wait for them) and
+    # are closed on every way out; what they reported after the task ended is still shown.
+    mcp = await start_mcp(opts.cwd, extra_roots=getattr(opts, "add_dirs", None))
     try:
         return await _run_engine(opts, prompt, fmt, loaded, mcp)
     finally:
         if mcp is not None:
+            for kind, text in mcp.take_notices():
+                if kind == "warning":
+                    sys.stderr.write(f"warning: {text}\n")
             await mcp.close()
 
 
@@ -163,12 +167,16 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
         pass
     crashed: Terminal | None = None
     inject = None
-    if mcp is not None:  # @server:uri mentions are read and injected before the prompt
-        inject, mention_warnings = await mcp.expand_mentions(prompt)
-        for warning in mention_warnings:
-            sys.stderr.write(f"warning: {warning}\n")
+    text = prompt
+    if mcp is not None:
+        try:
+            text, inject = await _mcp_input(mcp, engine, prompt)
+        except Exception as exc:  # noqa: BLE001 - a bad prompt command is one line, exit 1
+            engine.close()
+            sys.stderr.write(f"error: {exc}\n")
+            return 1
     try:
-        async for ev in engine.run_turn(prompt, inject_before=inject or None):
+        async for ev in engine.run_turn(text, inject_before=inject or None):
             printer.event(ev)
     except Exception as exc:  # a bug in a stage must still end with one line and exit 1, not a traceback
         if os.environ.get("TRACE") == "1":
@@ -191,6 +199,38 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
         sys.stderr.write("Interrupted\n" if not terminal.error else f"Stopped: {terminal.error}\n")
     sys.stdout.flush()
     return EXIT_CODES[terminal.reason]
+
+
+async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]]:
+    """MCP's part of the input: client hooks; `/server:prompt args` expanded into the prompt's messages
+    (no extra user text); `@server:uri` mentions read and injected before the prompt. An optional
+    `MCP_STARTUP_WAIT_MS` lets the first request wait that long for servers still starting."""
+    from agent.mcp_commands import expand_prompt, parse_prompt_command
+    from agent.mcp_hooks import make_sampling_handler
+    from services.config import env_int
+    from services.mcp.content import expand_mentions
+
+    def notify(text: str) -> None:
+        sys.stderr.write(f"[mcp] {text}\n")
+        sys.stderr.flush()
+
+    mcp.handlers.sample = make_sampling_handler(engine, None, notify)
+    wait_ms = env_int("MCP_STARTUP_WAIT_MS", 0, minimum=0)
+    if wait_ms:
+        await mcp.wait_ready(timeout=wait_ms / 1000)
+    spill = engine.session_dir / "tool-results"
+    command = parse_prompt_command(mcp, prompt)
+    if command is not None:
+        out = await expand_prompt(mcp, *command, spill_dir=spill, ask=None)
+        text = ""
+    else:
+        out = await expand_mentions(mcp, prompt, spill) if "@" in prompt else None
+        text = prompt
+    for warning in out.warnings if out else []:
+        sys.stderr.write(f"warning: {warning}\n")
+    for notice in out.notices if out else []:
+        notify(notice)
+    return text, (out.messages if out else [])
 
 
 def run_oneshot(opts: AppOptions, prompt: str, fmt: str, continue_: bool = False, resume: str | None = None) -> int:

@@ -8,7 +8,7 @@ call the history passes through stage 0 (autocompact) and the outbound pipeline 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from agent.deps import QueryDeps
@@ -62,6 +62,9 @@ class QueryParams:
     compact: CompactOptions = field(default_factory=CompactOptions)
     replacement_state: ContentReplacementState = field(default_factory=ContentReplacementState)
     autocompact_state: dict = field(default_factory=dict)
+    # Called before every model call: may change `tools` in place (MCP servers that became ready append
+    # theirs at the end) and returns notices [(kind, text)] to show. None: the tool list is fixed.
+    refresh_tools: Callable[[], list[tuple[str, str]]] | None = None
 
 
 class _Aborted(Exception):
@@ -127,6 +130,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
     ctx = params.tool_context
     tools = {t.name: t for t in params.tools}
     tool_specs = [t.to_api() for t in params.tools]
+    tool_ids = [id(t) for t in params.tools]
     env = _pipeline_env(params.tools, ctx)
     runner = ToolRunner(tools, ctx, params.gate, params.hooks)
     stop_hook_active = False
@@ -163,6 +167,16 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             yield NoticeEvent(kind, text)
         visible = visible_result_ids(messages, piped.messages)
         ctx.is_visible = visible.__contains__
+
+        if params.refresh_tools is not None:  # tools that joined (or left) since the last model call
+            for kind, text in params.refresh_tools():
+                yield NoticeEvent(kind, text)
+            if [id(t) for t in params.tools] != tool_ids:
+                tool_ids = [id(t) for t in params.tools]
+                tools = {t.name: t for t in params.tools}
+                tool_specs = [t.to_api() for t in params.tools]
+                env = _pipeline_env(params.tools, ctx)
+                runner.tools = tools
 
         request = ModelRequest(to_api(piped.messages), params.system, tool_specs, params.model, params.max_tokens)
         trace("api.request", messages=len(request.messages), tools=len(tool_specs), model=params.model)

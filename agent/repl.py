@@ -37,7 +37,6 @@ from agent.skill_commands import register_skill_commands
 from services.config import project_dir
 from services.events import ToolEndEvent
 from services.trace import trace
-from tools.mcp_tool import mcp_tools
 from tools.permissions import Answer, PermissionRequest
 from tools.todo import format_todos
 
@@ -406,20 +405,61 @@ class Repl:
             return None
         inject: list = []
         if self.mcp is not None and "@" in text:
-            inject, warnings = await self.mcp.expand_mentions(text)
-            for w in warnings:
+            from services.mcp.content import expand_mentions
+
+            out = await expand_mentions(self.mcp, text, self.engine.session_dir / "tool-results")
+            for w in out.warnings:
                 self.say(f"warning: {w}", "yellow")
+            for n in out.notices:
+                self.say(n, "dim")
+            inject = out.messages
         await self.run_turn(text, inject or None)
         return None
 
+    async def ask_text(self, question: str) -> str | None:
+        """One line from the user while a turn may be running (MCP forms, prompt arguments)."""
+        async with self._ask_lock:
+            self.renderer.pause()
+            self._stop_esc_reader()
+            try:
+                return await self._question(question)
+            except (KeyboardInterrupt, EOFError):
+                return None
+            finally:
+                if self._turn_task is not None and not self._turn_task.done():
+                    self._install_sigint()
+                    self._start_esc_reader()
+                self.renderer.resume_live()
+
+    async def ask_yes_no(self, question: str) -> bool:
+        answer = await self.ask_text(f"{question} [y/n]: ")
+        return (answer or "").strip().lower() in ("y", "yes")
+
     async def start_mcp(self) -> None:
-        """Connect MCP servers (if any are configured): their tools, `/mcp` and prompt commands."""
-        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"))
-        register_mcp_commands(self.router, self.mcp)
+        """Start MCP servers in the background (if any are configured): `/mcp`, prompt commands as servers
+        become ready, and the answers to their sampling and elicitation requests. Their tools reach the
+        model before its next call (the engine's refresher), with a notice."""
+        from agent.mcp_hooks import make_elicitation_handler, make_sampling_handler
+
+        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"),
+                                   extra_roots=getattr(self.opts, "add_dirs", None))
+        register_mcp_commands(self.router, self.mcp, ask=self.ask_text)
         if self.mcp is not None:
-            tools = mcp_tools(self.mcp)
-            self.engine.tools.extend(tools)
-            self.renderer.tools.update({t.name: t for t in tools})
+            from agent.app import mcp_refresher
+
+            notify = lambda text: self.say(text, "dim")  # noqa: E731
+            self.mcp.handlers.sample = make_sampling_handler(self.engine, self.ask_yes_no, notify)
+            self.mcp.handlers.elicit = make_elicitation_handler(self.ask_text, notify)
+            blocked = {r for r in self.engine.gate.disallowed_tools if "(" not in r}
+            refresh = mcp_refresher(self.engine, self.mcp, blocked)
+
+            def refresh_and_render() -> list[tuple[str, str]]:
+                notices = refresh()
+                self.renderer.tools.update({t.name: t for t in self.engine.tools})
+                return notices
+
+            self.engine.refresh_tools = refresh_and_render
+            self.engine.prompt_source = _with_instructions(self.engine.prompt_source, self.mcp)
 
     @staticmethod
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -464,6 +504,13 @@ class Repl:
             self.engine.close()
             if self.mcp is not None:
                 await self.mcp.close()
+
+
+def _with_instructions(source: Any, mcp: Any) -> Any:
+    """The system prompt plus the MCP servers' instructions (sorted by server: byte-stable)."""
+    from agent.app import _with_mcp_instructions
+
+    return lambda: _with_mcp_instructions(source(), mcp)
 
 
 def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None) -> int:

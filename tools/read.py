@@ -8,6 +8,7 @@ import os
 import stat
 from typing import Any
 
+from services.images import MAX_IMAGE_BYTES  # one limit for Read and MCP images
 from tools import read_state
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.fsutil import looks_binary, number_lines, sniff_image
@@ -15,7 +16,6 @@ from tools.fsutil import looks_binary, number_lines, sniff_image
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000
 MAX_BYTES_WHOLE = 256 * 1024
-MAX_IMAGE_BYTES = 3_750_000  # base64 grows by 4/3; the API's per-image limit is 5 MB encoded
 UNCHANGED_STUB = (
     "File unchanged since last read. The content from the earlier Read tool_result in this conversation "
     "is still current — refer to that instead of re-reading."

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from services.mcp.config import config_paths, load_config
-from services.mcp.manager import extract_mentions, public_tool_name
+from services.mcp.content import extract_mentions
+from services.mcp.names import public_tool_name
 
 
 def write(path: Path, data: object) -> Path:
