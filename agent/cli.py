@@ -153,6 +153,10 @@ def with_resume_sentinel(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["mcp"]:  # `agent mcp ...` (issue 18): its own small parser, before typer's
+        from agent.mcp_cli import main as mcp_main
+
+        sys.exit(mcp_main(sys.argv[2:]))
     try:
         app(args=with_resume_sentinel(sys.argv[1:]), prog_name="agent")
     except KeyboardInterrupt:
