@@ -87,6 +87,15 @@ async def expand_prompt(mcp: Any, server: str, prompt: str, args: str, spill_dir
     return out
 
 
+async def wait_for_prompt_server(router: CommandRouter, mcp: Any, line: str) -> None:
+    """`/server:prompt` typed before that server is ready: wait for it (its prompts then register)."""
+    found = parse_prompt_command(mcp, line)
+    if found is not None and router.get(f"{found[0]}:{found[1]}") is None:
+        s = mcp.servers[found[0]]
+        if s.state == "pending":
+            await s.wait_started()
+
+
 def register_mcp_commands(router: CommandRouter, mcp: Any, ask: AskText | None = None) -> list[str]:
     """Register `/mcp` now and one command per MCP prompt whenever a server becomes ready (a listener on
     the manager keeps them in step). Returns the names registered so far."""

@@ -31,7 +31,7 @@ from rich.text import Text
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
-from agent.mcp_commands import register_mcp_commands
+from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
 from agent.render import Renderer, make_console
 from agent.skill_commands import register_skill_commands
 from services.config import project_dir
@@ -396,6 +396,8 @@ class Repl:
         if not text:
             return None
         if self.router.is_command(text):
+            if self.mcp is not None:  # a prompt of a server still starting: wait for it
+                await wait_for_prompt_server(self.router, self.mcp, text)
             result = await self.router.dispatch(text, self.ctx)
             if result.exit:
                 return result.exit_code
@@ -422,7 +424,8 @@ class Repl:
             self.renderer.pause()
             self._stop_esc_reader()
             try:
-                return await self._question(question)
+                # Empty bindings: prompt-toolkit keeps the last call's (the y/a/n keys of a permission question).
+                return await self._question(question, key_bindings=KeyBindings())
             except (KeyboardInterrupt, EOFError):
                 return None
             finally:
