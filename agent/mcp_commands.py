@@ -43,6 +43,32 @@ def status_lines(mcp: Any) -> list[tuple[str, str]]:
     return out
 
 
+async def mention_completions(mcp: Any, fragment: str, limit: int = 50) -> list[tuple[str, str]]:
+    """Completions of `@<fragment>` as (text without the @, description): server names, resource URIs,
+    and resource templates (their fixed head, then the server's own completion of the first variable)."""
+    if mcp is None:
+        return []
+    server, colon, rest = fragment.partition(":")
+    if not colon:
+        return [(f"{s.name}:", "MCP server") for s in mcp.connected()
+                if s.has_resources and s.name.startswith(server)][:limit]
+    s = mcp.servers.get(server)
+    if s is None or s.state != "connected":
+        return []
+    out = [(f"{server}:{r.uri}", r.name) for r in s.resources if r.uri.startswith(rest)]
+    for t in s.templates:
+        head, brace, tail = t.uri_template.partition("{")
+        if not brace:
+            continue
+        variable = tail.split("}", 1)[0].lstrip("+#./;?&").split(",")[0].rstrip("*")
+        if head.startswith(rest) and head != rest:
+            out.append((f"{server}:{head}", f"template {t.uri_template}"))
+        elif rest.startswith(head) and variable:
+            for value in await mcp.complete_resource(server, t.uri_template, variable, rest[len(head):]):
+                out.append((f"{server}:{head}{value}", t.name))
+    return out[:limit]
+
+
 def parse_prompt_command(mcp: Any, line: str) -> tuple[str, str, str] | None:
     """`/server:prompt args` naming a configured server -> (server, prompt, args); else None."""
     text = line.strip()

@@ -56,6 +56,17 @@ class ReplCompleter(Completer):
     def __init__(self, router: CommandRouter, cwd: Path):
         self.router = router
         self.cwd = cwd
+        self.mcp: Any = None  # set once MCP servers start: `@server:uri` completion
+
+    async def get_completions_async(self, document: Document, complete_event: Any):  # noqa: ANN201
+        for c in self.get_completions(document, complete_event):
+            yield c
+        word = document.get_word_before_cursor(WORD=True)
+        if self.mcp is not None and word.startswith("@") and not document.text_before_cursor.startswith("/"):
+            from agent.mcp_commands import mention_completions
+
+            for text, meta in await mention_completions(self.mcp, word[1:]):
+                yield Completion("@" + text, start_position=-len(word), display_meta=meta)
 
     def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
         before = document.text_before_cursor
@@ -448,6 +459,8 @@ class Repl:
                                    extra_roots=getattr(self.opts, "add_dirs", None))
         register_mcp_commands(self.router, self.mcp, ask=self.ask_text)
         if self.mcp is not None:
+            self.session.completer.mcp = self.mcp  # type: ignore[union-attr]
+            self.mcp.handlers.progress = self.renderer.progress
             from agent.app import mcp_refresher
 
             notify = lambda text: self.say(text, "dim")  # noqa: E731

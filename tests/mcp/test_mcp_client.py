@@ -299,3 +299,48 @@ async def test_tools_of_a_late_server_join_the_next_model_call(env: Env, tmp_pat
     assert second[: len(first)] == first and second[len(first):] == ["mcp__late__grow", "ListMcpResources", "ReadMcpResource"]
     notices = [ev.text for ev in events if isinstance(ev, NoticeEvent)]
     assert 'MCP server "late" connected: 1 tools' in notices
+
+
+async def test_mentions_complete_servers_resources_and_template_values(env: Env) -> None:
+    from agent.mcp_commands import mention_completions
+
+    servers = [t for t, _ in await mention_completions(env.manager, "t")]
+    assert servers == ["templates:"]
+    texts = [t for t, _ in await mention_completions(env.manager, "templates:")]
+    assert "templates:docs://intro" in texts and "templates:notes://" in texts
+    texts = [t for t, _ in await mention_completions(env.manager, "templates:notes://al")]
+    assert texts == ["templates:notes://alpha", "templates:notes://alps"]
+    assert await mention_completions(env.manager, "ghost:x") == []
+
+
+async def test_progress_is_drawn_on_the_running_tool_line(env: Env) -> None:
+    from agent.render import Renderer, make_console
+    from services.events import ToolEndEvent, ToolStartEvent
+
+    buf = io.StringIO()
+    renderer = Renderer(make_console(file=buf, width=100, force_terminal=False, color_system=None), {}, env.root)
+    renderer.event(ToolStartEvent("toolu_p", "mcp__templates__slow", {"steps": 2}))
+    env.manager.handlers.progress = renderer.progress
+    try:
+        out = await env.tool("templates", "slow").call({"steps": 2}, env.ctx("toolu_p"))
+    finally:
+        env.manager.handlers.progress = None
+    renderer.event(ToolEndEvent("toolu_p", "mcp__templates__slow", True, out.summary))
+    text = buf.getvalue()
+    assert "· 1/2 step 1" in text and "· 2/2 step 2" in text
+    assert text.strip().splitlines()[-1].startswith("● mcp__templates__slow")
+    assert "progress 2/2 step 2" in text.strip().splitlines()[-1]
+
+
+async def test_the_repl_completer_offers_mcp_mentions(env: Env) -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from agent.commands import CommandRouter
+    from agent.repl import ReplCompleter
+
+    completer = ReplCompleter(CommandRouter(), env.root)
+    completer.mcp = env.manager
+    doc = Document("read @templates:notes://alp")
+    got = [c.text async for c in completer.get_completions_async(doc, CompleteEvent())]
+    assert got == ["@templates:notes://alpha", "@templates:notes://alps"]
