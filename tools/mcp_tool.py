@@ -17,6 +17,8 @@ from typing import Any
 
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolOutput
 
+MAX_DESCRIPTION = 2048
+
 
 class McpTool(Tool):
     max_result_chars = DEFAULT_MAX_RESULT_CHARS
@@ -30,9 +32,13 @@ class McpTool(Tool):
 
             public_name = public_tool_name(server, tool.name)
         self.name = public_name
-        self.description = (tool.description or f"MCP tool {tool.name} from server {server}").strip()
+        description = (tool.description or f"MCP tool {tool.name} from server {server}").strip()
+        if len(description) > MAX_DESCRIPTION:  # a server's essay must not crowd the context
+            description = description[:MAX_DESCRIPTION] + "… [truncated]"
+        self.description = description
         schema = tool.inputSchema if isinstance(tool.inputSchema, dict) else {}
-        self.input_schema = schema or {"type": "object", "properties": {}}
+        # The API takes only object schemas; anything else would fail every request, so it is replaced.
+        self.input_schema = schema if schema.get("type") == "object" else {"type": "object", "properties": {}}
         annotations = getattr(tool, "annotations", None)
         self.read_only = bool(getattr(annotations, "readOnlyHint", False)) if annotations else False
         self._spec = json.dumps([self.description, self.input_schema, self.read_only], sort_keys=True, default=str)

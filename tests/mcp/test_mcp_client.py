@@ -344,3 +344,44 @@ async def test_the_repl_completer_offers_mcp_mentions(env: Env) -> None:
     doc = Document("read @templates:notes://alp")
     got = [c.text async for c in completer.get_completions_async(doc, CompleteEvent())]
     assert got == ["@templates:notes://alpha", "@templates:notes://alps"]
+
+
+async def test_no_tool_can_break_a_request(env: Env) -> None:
+    essay = env.tool("awkward", "essay")
+    assert len(essay.description) < 2100 and essay.description.endswith("… [truncated]")
+    scalar = env.tool("awkward", "scalar")
+    assert scalar.input_schema == {"type": "object", "properties": {}}
+
+
+async def test_an_http_server_that_restarts_is_reconnected_once_on_the_next_call(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.mcp.test_mcp_servers import free_port, wait_for_port
+
+    port = free_port()
+
+    def serve() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen([sys.executable, str(SERVERS / "tour.py"), "http", str(port)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import time
+
+        wait_for_port(port, proc, time.monotonic() + 90)
+        return proc
+
+    proc = serve()
+    cfg = ServerConfig("web", "http", "test", url=f"http://127.0.0.1:{port}/mcp")
+    manager = McpManager({"web": cfg}, tmp_path, {"MCP_TIMEOUT": "60000"})
+    try:
+        await manager.start()
+        assert (await manager.call_tool("web", "echo", {"message": "a"})).content[0].text == "got:a"
+        proc.kill()
+        proc.wait()
+        proc = serve()  # a new process: the old session id means nothing to it
+        manager.take_notices()
+        out = await manager.call_tool("web", "echo", {"message": "b"})
+        assert out.content[0].text == "got:b"
+        assert any('"web" restarted after' in text for _, text in manager.take_notices())
+    finally:
+        await manager.close()
+        proc.kill()
+        proc.wait()

@@ -29,6 +29,11 @@ for name in ["get/file", "ns:tool", "café", "a.b", "a b", LONG, LONG + "2"]:
     _tool(name, f"called {name}")
 
 
+@mcp.tool(description="y" * 10_000)
+def essay() -> str:
+    return "short"
+
+
 def big_png() -> bytes:
     """A noisy PNG just over 6 MB (noise does not compress)."""
     from PIL import Image
@@ -56,6 +61,11 @@ def sound() -> list:
     return [AudioContent(type="audio", data=base64.b64encode(wav).decode(), mimeType="audio/wav"),
             EmbeddedResource(type="resource", resource=BlobResourceContents(
                 uri="file:///blob.bin", blob=base64.b64encode(blob).decode(), mimeType="application/octet-stream"))]
+
+
+# A tool whose input schema is not an object (invalid for the Messages API).
+mcp._tool_manager._tools["scalar"] = mcp._tool_manager._tools["essay"].model_copy(
+    update={"name": "scalar", "parameters": {"type": "string"}})
 
 
 if __name__ == "__main__":
