@@ -135,6 +135,9 @@ class McpServer:
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._errlog: Any = None
         self._relisting: set[asyncio.Task[Any]] = set()
+        self._cancel_sent: asyncio.Task[None] | None = None
+        self._settled = asyncio.Event()
+        self._closing = False
 
     # --- the per-server log --------------------------------------------------------------------
 
@@ -236,6 +239,7 @@ class McpServer:
         except BaseException as exc:
             if not self._ready.done():
                 self._ready.set_exception(McpError(describe(exc)))
+                self._ready.exception()  # retrieved here: start() may be gone (cancelled at close)
             if self.state == "connected":
                 self.state, self.error = "failed", f"disconnected: {describe(exc)}"
                 self.log(f"disconnected: {describe(exc)}")
@@ -277,8 +281,15 @@ class McpServer:
         self.state, self.error = "pending", ""
         self.session = None
 
-    async def start(self) -> None:
-        """Connect and list within the connect timeout; on failure state is "failed" and error says why."""
+    async def start(self, announce: bool = False) -> None:
+        """Connect and list within the connect timeout; on failure state is "failed" and error says why.
+        The outcome is settled (and, with `announce`, reported) before a failed transport is torn down,
+        which for a stdio server that ignores us takes a few seconds more."""
+        self._settled.clear()
+        if self._closing:
+            self.state = "closed"
+            self._settled.set()
+            return
         self._open_log()
         self.log(f"starting {self.config.transport} server "
                  f"({self.config.url if self.config.transport == 'http' else self.config.command})")
@@ -286,47 +297,54 @@ class McpServer:
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), self.connect_timeout)
         except TimeoutError:
-            self.state, self.error = "failed", f"timed out after {self.connect_timeout:g} s connecting (MCP_TIMEOUT)"
+            self._settle(announce, f"timed out after {self.connect_timeout:g} s connecting (MCP_TIMEOUT)")
             await self._cancel()
         except McpError as exc:
-            self.state, self.error = "failed", str(exc)
+            if self._closing:  # closed while starting: not a failure of the server's
+                self.state, self.error = "closed", ""
+                self._settled.set()
+            else:
+                await asyncio.sleep(0.05)  # a dying process's last stderr lands in the log
+                self._settle(announce, str(exc))
             await self._cancel()
         except asyncio.CancelledError:
+            self._settled.set()
             await self._cancel()
             raise
-        if self._ready.done() and not self._ready.cancelled():
-            self._ready.exception()  # retrieved: the failure is reported through state and error
-        if self.state == "failed":
-            await asyncio.sleep(0)  # let a dying process's last stderr land in the log
+        else:
+            self._settle(announce, "")
+
+    def _settle(self, announce: bool, error: str) -> None:
+        if error:
             tail = self.stderr_tail()
-            if tail and tail not in self.error:
-                self.error += f" (stderr: {tail})"
+            self.state, self.error = "failed", error + (f" (stderr: {tail})" if tail and tail not in error else "")
             self.log(f"failed: {self.error}")
         else:
             self.log(f"connected: {len(self.tools)} tools")
+        self._settled.set()
+        if not announce:
+            return
+        if self.state == "connected":
+            self.manager.changed(f'MCP server "{self.name}" connected: {len(self.tools)} tools', self)
+        elif self.state == "failed":
+            self.manager.changed(f'MCP server "{self.name}" failed to connect, skipped: {self.error}', self,
+                                 kind="warning")
+        for w in self.warnings:
+            self.manager.changed(w, self, kind="warning")
+        self.warnings.clear()
 
     def start_background(self) -> asyncio.Task[None]:
         """Start without waiting; the manager hears when it is ready or failed."""
-
-        async def go() -> None:
-            await self.start()
-            if self.state == "connected":
-                self.manager.changed(f'MCP server "{self.name}" connected: {len(self.tools)} tools', self)
-            elif self.state == "failed":
-                self.manager.changed(f'MCP server "{self.name}" failed to connect, skipped: {self.error}', self,
-                                     kind="warning")
-            for w in self.warnings:
-                self.manager.changed(w, self, kind="warning")
-            self.warnings.clear()
-
-        self._starting = asyncio.create_task(go(), name=f"mcp-start-{self.name}")
+        self._settled.clear()
+        self._starting = asyncio.create_task(self.start(announce=True), name=f"mcp-start-{self.name}")
         return self._starting
 
     async def wait_started(self, timeout: float | None = None) -> None:
-        task = self._starting
-        if task is not None and not task.done():
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(task), timeout)
+        """Until the start's outcome is known (connected, failed or closed), at most `timeout` seconds."""
+        if self._starting is None or self._starting.done() or self._settled.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._settled.wait(), timeout)
 
     async def restart(self, why: str) -> bool:
         """One automatic restart after a crash or an expired session; True when it came back."""
@@ -342,26 +360,33 @@ class McpServer:
         return False
 
     async def _cancel(self) -> None:
+        """Cancel the server task once and give it time to close its transport. Never a second cancel:
+        cancelling anyio's stdio cleanup again (it waits for the process) can leave it waiting forever."""
         task = self._task
         if task is None or task.done():
             return
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(task, _CLOSE_GRACE)
+        if self._cancel_sent is not task:
+            self._cancel_sent = task
+            task.cancel()
+        await asyncio.wait({task}, timeout=_CLOSE_GRACE)
 
     async def close(self) -> None:
-        for t in [self._starting, *self._relisting]:
-            if t is not None and not t.done():
-                t.cancel()
-                with contextlib.suppress(BaseException):
-                    await t
+        self._closing = True
+        for t in list(self._relisting):
+            t.cancel()
         task = self._task
         if task is not None and not task.done():
-            self._stop.set()
-            try:
-                await asyncio.wait_for(asyncio.shield(task), _CLOSE_GRACE)
-            except BaseException:  # noqa: BLE001 - a stuck close falls back to cancelling
+            if self.state == "connected":
+                self._stop.set()
+                done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
+                if not done:  # a stuck close falls back to cancelling
+                    await self._cancel()
+            else:
                 await self._cancel()
+        starting = self._starting
+        if starting is not None and not starting.done():
+            # Its start() sees the cancelled task and finishes on its own; cancelling it would cancel twice.
+            await asyncio.wait({starting}, timeout=_CLOSE_GRACE)
         if self.state in ("connected", "pending"):
             self.state = "closed"
         if self._errlog is not None:

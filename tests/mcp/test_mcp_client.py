@@ -385,3 +385,21 @@ async def test_an_http_server_that_restarts_is_reconnected_once_on_the_next_call
         await manager.close()
         proc.kill()
         proc.wait()
+
+
+async def test_a_server_that_never_answers_times_out_and_closing_never_hangs(tmp_path: Path) -> None:
+    silent = ServerConfig("silent", "stdio", "test", command=sys.executable, args=[str(SERVERS / "hang.py"), "silent"])
+    manager = McpManager({"silent": silent}, tmp_path, {"MCP_TIMEOUT": "1000"})
+    manager.start_background()
+    assert manager.pending() == ["silent"]  # start_background returned at once
+    await manager.wait_ready()  # settles at the timeout, before the transport is torn down
+    s = manager.servers["silent"]
+    assert s.state == "failed" and "timed out after 1 s connecting (MCP_TIMEOUT)" in s.error
+    assert [k for k, _ in manager.take_notices()] == ["warning"]
+    await asyncio.wait_for(manager.close(), 30)  # closing during the teardown (regression: it hung)
+    # Closed while still starting: closed, not a failure, nothing to report.
+    manager = McpManager({"silent": silent}, tmp_path, {"MCP_TIMEOUT": "60000"})
+    manager.start_background()
+    await asyncio.sleep(0.5)
+    await asyncio.wait_for(manager.close(), 30)
+    assert manager.servers["silent"].state == "closed" and manager.take_notices() == []
