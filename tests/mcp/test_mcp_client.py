@@ -296,7 +296,7 @@ async def test_tools_of_a_late_server_join_the_next_model_call(env: Env, tmp_pat
         await late.close()
     first, second = seen
     assert not [n for n in first if n.startswith("mcp__")]
-    assert second[: len(first)] == first and second[len(first):] == ["mcp__late__grow", "ListMcpResources", "ReadMcpResource"]
+    assert second[: len(first)] == first and second[len(first):] == ["mcp__late__grow", "mcp__late__grow_prompt", "ListMcpResources", "ReadMcpResource"]
     notices = [ev.text for ev in events if isinstance(ev, NoticeEvent)]
     assert 'MCP server "late" connected: 1 tools' in notices
 
@@ -403,3 +403,20 @@ async def test_a_server_that_never_answers_times_out_and_closing_never_hangs(tmp
     await asyncio.sleep(0.5)
     await asyncio.wait_for(manager.close(), 30)
     assert manager.servers["silent"].state == "closed" and manager.take_notices() == []
+
+
+async def test_a_changed_prompt_list_registers_the_new_slash_command(env: Env) -> None:
+    from agent.commands import CommandRouter
+    from agent.mcp_commands import register_mcp_commands
+
+    router = CommandRouter()
+    register_mcp_commands(router, env.manager)
+    assert router.get("changing:later") is None
+    version = env.manager.version
+    out = await env.tool("changing", "grow_prompt").call({}, env.ctx())
+    assert out.content[0]["text"] == "prompt added"
+    for _ in range(200):
+        if env.manager.version > version and router.get("changing:later") is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert router.get("changing:later").help == "MCP prompt: Added later."

@@ -26,5 +26,15 @@ async def grow(ctx: Context) -> str:
     return "grown"
 
 
+@mcp.tool()
+async def grow_prompt(ctx: Context) -> str:
+    """Adds the `later` prompt and sends prompts/list_changed."""
+    from mcp.server.fastmcp.prompts import Prompt
+
+    mcp.add_prompt(Prompt.from_function(lambda: "a later prompt", name="later", description="Added later."))
+    await ctx.session.send_prompt_list_changed()
+    return "prompt added"
+
+
 if __name__ == "__main__":
     run(mcp)
