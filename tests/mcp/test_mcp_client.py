@@ -298,7 +298,7 @@ async def test_tools_of_a_late_server_join_the_next_model_call(env: Env, tmp_pat
     assert not [n for n in first if n.startswith("mcp__")]
     assert second[: len(first)] == first and second[len(first):] == ["mcp__late__grow", "mcp__late__grow_prompt", "ListMcpResources", "ReadMcpResource"]
     notices = [ev.text for ev in events if isinstance(ev, NoticeEvent)]
-    assert 'MCP server "late" connected: 1 tools' in notices
+    assert 'MCP server "late" connected: 2 tools' in notices
 
 
 async def test_mentions_complete_servers_resources_and_template_values(env: Env) -> None:
