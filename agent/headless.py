@@ -154,6 +154,7 @@ class HeadlessRun:
         self.engine.gate.denials.clear()
         usage_before = self.engine.usage.as_dict()
         last_text, last_stop = "", None
+        tool_results = 0  # Claude Code's num_turns: 1 + the tool results of the task
         budget_hit = False
         terminal: Terminal | None = None
         try:
@@ -168,6 +169,7 @@ class HeadlessRun:
                         budget_hit = True
                         self.engine.abort()
                 elif isinstance(ev, ToolResultsEvent):
+                    tool_results += sum(1 for b in ev.message.get("content") or [] if b.get("type") == "tool_result")
                     for m in [ev.message, *ev.extra_messages]:
                         self._user(m)
                 elif isinstance(ev, UserMessageEvent):
@@ -194,7 +196,7 @@ class HeadlessRun:
         elif reason == "aborted" and self.emit is not None:
             self.emit({"type": "user", "message": {"role": "user", "content": [{"type": "text",
                        "text": INTERRUPTED_TEXT}]}, **self._base()})
-        result = self._result(reason, terminal, last_text, last_stop, usage_before, started)
+        result = self._result(reason, terminal, last_text, last_stop, usage_before, started, 1 + tool_results)
         return terminal, result
 
     def cost(self) -> float:
@@ -215,9 +217,15 @@ class HeadlessRun:
             })
 
     def _user(self, message: dict[str, Any]) -> None:
+        """A user event; tool results one event each, as Claude Code sends them."""
         if self.emit is None:
             return
         (clean,) = to_api([message])
+        content = clean.get("content")
+        if isinstance(content, list) and len(content) > 1 and all(b.get("type") == "tool_result" for b in content):
+            for block in content:
+                self.emit({"type": "user", "message": {**clean, "content": [block]}, **self._base()})
+            return
         self.emit({"type": "user", "message": clean, **self._base()})
 
     def _notice(self, ev: NoticeEvent) -> None:
@@ -236,14 +244,13 @@ class HeadlessRun:
             sys.stderr.write(f"[tool] {ev.name} error: {ev.error or ev.summary}\n")
 
     def _result(self, reason: str, terminal: Terminal, text: str, stop: Any, usage_before: dict[str, int],
-                started: float) -> dict[str, Any]:
+                started: float, turns: int) -> dict[str, Any]:
         model = self.engine.config.model
         after = self.engine.usage.as_dict()
         turn_usage = {k: after.get(k, 0) - usage_before.get(k, 0) for k in (
             "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")}
         window, max_out = _model_limits(model, self.engine.config.max_tokens)
         cost = self.cost()
-        turns = terminal.turns + (1 if reason == "max_turns" else 0)
         obj: dict[str, Any] = {
             "type": "result",
             "subtype": SUBTYPES[reason],
@@ -253,8 +260,8 @@ class HeadlessRun:
             "duration_api_ms": round(self.api_seconds * 1000),
             "num_turns": turns,
         }
-        if reason == "completed":
-            obj["result"] = text
+        if reason in ("completed", "error"):  # an API error's text is the result, as Claude Code has it
+            obj["result"] = text if reason == "completed" else (terminal.error or "error")
         obj.update({
             "stop_reason": stop if reason == "completed" else None,
             "session_id": self.session_id,

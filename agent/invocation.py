@@ -100,7 +100,8 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     from services.config import ConfigError, Settings, has_credentials, load_dotenv_file
 
     if ns.output_format == "stream-json" and ns.print_mode and not ns.verbose:
-        raise UsageError("When using --print, --output-format=stream-json requires --verbose")
+        # Claude Code's check, its words and its exit code (1).
+        raise ConfigError("When using --print, --output-format=stream-json requires --verbose")
     if ns.input_format == "stream-json" and ns.output_format != "stream-json":
         raise UsageError("--input-format=stream-json requires --output-format=stream-json")
     if ns.include_partial_messages and ns.output_format != "stream-json":

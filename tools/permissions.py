@@ -82,7 +82,7 @@ class Verdict:
 AskHook = Callable[[PermissionRequest], Awaitable[Answer | PermissionResult]]
 
 
-def headless_denial(tool: Tool, input: dict[str, Any]) -> str:
+def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
     """Claude Code's wording when nobody can be asked (`-p`): the permission was not granted."""
     target = None
     try:
@@ -90,7 +90,7 @@ def headless_denial(tool: Tool, input: dict[str, Any]) -> str:
     except Exception:
         pass
     if target is not None and target[0] == "path" and not tool.is_read_only(input):
-        return f"Claude requested permissions to write to {target[1]}, but you haven't granted it yet."
+        return f"Claude requested permissions to write to {ctx.resolve(target[1])}, but you haven't granted it yet."
     return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 
@@ -407,7 +407,7 @@ class PermissionGate:
             if self._allowed_by_env():
                 return Verdict(True)
         if self.ask is None:
-            return Verdict(False, headless_denial(tool, input) if self.headless else REJECT_MESSAGE)
+            return Verdict(False, headless_denial(tool, input, ctx) if self.headless else REJECT_MESSAGE)
         answer = await self.ask(PermissionRequest(tool, input, tool.describe(input), reason, ctx.tool_use_id))
         if isinstance(answer, PermissionResult):
             if answer.answer == "deny":
