@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("values", nargs="*")
     p.add_argument("-g", "--global", dest="global_", action="store_true", help="the user settings file")
     try:
-        ns = p.parse_args(argv)
+        ns = p.parse_intermixed_args(argv)
     except SystemExit as exc:
         return 2 if exc.code else 0
     path = _path(ns.global_)

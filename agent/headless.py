@@ -36,7 +36,7 @@ from services.events import (
 )
 from services.hooks import HookDecision, Hooks
 from services.messages import message_text, to_api, user_message
-from services.model_types import ModelRequest
+from services.model_types import ModelError, ModelRequest
 from tools.permissions import PermissionRequest, PermissionResult
 
 SUBTYPES = {
@@ -93,7 +93,7 @@ class HeadlessRun:
         self.api_seconds = 0.0
         self.cost_before_turn = 0.0
         self.usage_before: dict[str, int] = {}
-        self.interrupted = False
+        self.budget_hit = False
         self._time_model_calls()
 
     # -- plumbing ---------------------------------------------------------------------------------
@@ -104,6 +104,10 @@ class HeadlessRun:
 
         def timed(request: ModelRequest) -> AsyncIterator[Any]:
             async def gen() -> AsyncIterator[Any]:
+                budget = self.inv.max_budget_usd
+                if budget is not None and self.cost() >= budget:  # checked before each call: none is wasted
+                    self.budget_hit = True
+                    raise ModelError(f"Reached maximum budget (${budget})")
                 started = time.monotonic()
                 try:
                     async for event in call(replace(request, raw_events=True) if raw else request):
@@ -150,12 +154,11 @@ class HeadlessRun:
     async def run(self, text: str, inject: list[Any] | None = None) -> tuple[Terminal, dict[str, Any]]:
         started = time.monotonic()
         self.api_seconds = 0.0
-        self.interrupted = False
         self.engine.gate.denials.clear()
         usage_before = self.engine.usage.as_dict()
         last_text, last_stop = "", None
         tool_results = 0  # Claude Code's num_turns: 1 + the tool results of the task
-        budget_hit = False
+        self.budget_hit = False
         terminal: Terminal | None = None
         try:
             async for ev in self.engine.run_turn(text, inject_before=inject or None):
@@ -165,9 +168,6 @@ class HeadlessRun:
                         last_text = t
                     last_stop = ev.message.get("stop_reason") or last_stop
                     self._assistant(ev.message)
-                    if self.inv.max_budget_usd is not None and self.cost() >= self.inv.max_budget_usd:
-                        budget_hit = True
-                        self.engine.abort()
                 elif isinstance(ev, ToolResultsEvent):
                     tool_results += sum(1 for b in ev.message.get("content") or [] if b.get("type") == "tool_result")
                     for m in [ev.message, *ev.extra_messages]:
@@ -191,7 +191,7 @@ class HeadlessRun:
             terminal = Terminal("error", 0, f"internal error: {type(exc).__name__}: {exc}")
         terminal = terminal or self.engine.last_terminal or Terminal("error", 0, "no result")
         reason = terminal.reason
-        if budget_hit:
+        if self.budget_hit:
             reason = "budget"
         elif reason == "aborted" and self.emit is not None:
             self.emit({"type": "user", "message": {"role": "user", "content": [{"type": "text",
