@@ -131,6 +131,15 @@ def parse_servers(table: Any, where: str, environ: Mapping[str, str], scope: str
     return servers, warnings
 
 
+def load_data(data: Any, source: str, environ: Mapping[str, str],
+              scope: str = "config") -> tuple[dict[str, ServerConfig], list[str]]:
+    """The servers of one parsed config object (`{"mcpServers": {...}}`, e.g. `--mcp-config`), named `source`
+    in warnings."""
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
+        return {}, [f'MCP config {source}: needs an object with an "mcpServers" object; skipped']
+    return parse_servers(data["mcpServers"], source, environ, scope, source)
+
+
 def load_file(path: Path, environ: Mapping[str, str], scope: str = "project") -> tuple[dict[str, ServerConfig], list[str]]:
     """The servers of one file (missing file: none) and warnings for what was skipped."""
     data, problem = read_json(path)
@@ -138,9 +147,7 @@ def load_file(path: Path, environ: Mapping[str, str], scope: str = "project") ->
         return {}, [f"MCP config {path}: {problem}; skipped"]
     if not data:
         return {}, []
-    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
-        return {}, [f'MCP config {path}: needs an object with an "mcpServers" object; skipped']
-    return parse_servers(data["mcpServers"], str(path), environ, scope, str(path))
+    return load_data(data, str(path), environ, scope)
 
 
 def user_config_path(home: Path | None = None) -> Path:
