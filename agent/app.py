@@ -111,13 +111,17 @@ def mcp_refresher(engine: QueryEngine, mcp, blocked: set[str]):  # noqa: ANN001,
     engine's list (new ones at the end). Cheap when nothing changed (one integer compare)."""
     seen = [-1]
 
-    def refresh() -> list[tuple[str, str]]:
-        notices = mcp.take_notices()
+    def sync() -> None:
         if mcp.version != seen[0]:
             seen[0] = mcp.version
             sync_mcp_tools(engine.tools, mcp, blocked)
+
+    def refresh() -> list[tuple[str, str]]:
+        notices = mcp.take_notices()
+        sync()
         return [("mcp" if kind == "mcp" else "warning", text) for kind, text in notices]
 
+    refresh.sync = sync  # type: ignore[attr-defined] - tools only, the notices stay for the loop
     return refresh
 
 

@@ -39,18 +39,18 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     fmt = inv.output_format
     out = JsonOut()
     run = HeadlessRun(inv, engine, mcp, out if fmt == "stream-json" else None)
-    if fmt == "stream-json":
-        out(run.init_event())
-    _install_signals(engine)
     inject = None
     text = inv.prompt
-    if mcp is not None:
+    if mcp is not None:  # before the init event, so that it shows servers a wait has connected
         try:
             text, inject = await _mcp_input(mcp, engine, inv.prompt)
         except Exception as exc:  # noqa: BLE001 - a bad prompt command is one line, exit 1
             engine.close()
             sys.stderr.write(f"error: {exc}\n")
             return EXIT_ERROR
+    if fmt == "stream-json":
+        out(run.init_event())
+    _install_signals(engine)
     try:
         terminal, result = await run.run(text, inject)
     finally:
@@ -89,6 +89,9 @@ async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]
     wait_ms = env_int("MCP_STARTUP_WAIT_MS", 0, minimum=0)
     if wait_ms:
         await mcp.wait_ready(timeout=wait_ms / 1000)
+        sync = getattr(engine.refresh_tools, "sync", None)
+        if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
+            sync()
     spill = engine.session_dir / "tool-results"
     command = parse_prompt_command(mcp, prompt)
     if command is not None:
