@@ -57,14 +57,14 @@ async def mention_completions(mcp: Any, fragment: str, limit: int = 50) -> list[
         return []
     out = [(f"{server}:{r.uri}", r.name) for r in s.resources if r.uri.startswith(rest)]
     for t in s.templates:
-        head, brace, tail = t.uri_template.partition("{")
+        head, brace, tail = t.uri.partition("{")
         if not brace:
             continue
         variable = tail.split("}", 1)[0].lstrip("+#./;?&").split(",")[0].rstrip("*")
         if head.startswith(rest) and head != rest:
-            out.append((f"{server}:{head}", f"template {t.uri_template}"))
+            out.append((f"{server}:{head}", f"template {t.uri}"))
         elif rest.startswith(head) and variable:
-            for value in await mcp.complete_resource(server, t.uri_template, variable, rest[len(head):]):
+            for value in await mcp.complete_resource(server, t.uri, variable, rest[len(head):]):
                 out.append((f"{server}:{head}{value}", t.name))
     return out[:limit]
 

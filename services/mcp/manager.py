@@ -79,17 +79,10 @@ class PromptInfo:
 
 @dataclass
 class ResourceInfo:
+    """A resource, or a resource template (then `uri` is the RFC 6570 template, e.g. `notes://{topic}`)."""
+
     server: str
     uri: str
-    name: str
-    mime_type: str | None = None
-    description: str | None = None
-
-
-@dataclass
-class TemplateInfo:
-    server: str
-    uri_template: str
     name: str
     mime_type: str | None = None
     description: str | None = None
@@ -120,7 +113,7 @@ class McpServer:
         self.tools: list[Any] = []
         self.prompts: list[PromptInfo] = []
         self.resources: list[ResourceInfo] = []
-        self.templates: list[TemplateInfo] = []
+        self.templates: list[ResourceInfo] = []
         self.instructions = ""
         self.has_resources = False
         self.warnings: list[str] = []
@@ -269,7 +262,7 @@ class McpServer:
                 self.warnings.append(f'MCP server "{self.name}": listing resources failed: {describe(exc)}')
             try:
                 templates = await _list_all(session.list_resource_templates, "resourceTemplates")
-                self.templates = [TemplateInfo(self.name, t.uriTemplate, t.name, t.mimeType, t.description)
+                self.templates = [ResourceInfo(self.name, t.uriTemplate, t.name, t.mimeType, t.description)
                                   for t in templates]
             except Exception:  # noqa: BLE001 - templates are optional; many servers answer "method not found"
                 self.templates = []
@@ -710,7 +703,7 @@ class McpManager:
     def prompts(self) -> list[PromptInfo]:
         return [p for s in self.connected() for p in s.prompts]
 
-    def templates(self) -> list[TemplateInfo]:
+    def templates(self) -> list[ResourceInfo]:
         return [t for s in self.connected() for t in s.templates]
 
     def server(self, name: str) -> McpServer:

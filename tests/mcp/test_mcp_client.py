@@ -232,7 +232,7 @@ async def test_instructions_are_in_the_system_prompt_byte_for_byte(env: Env, tmp
 
 async def test_templates_complete_and_mentions_read_them(env: Env) -> None:
     (t,) = env.manager.templates()
-    assert (t.server, t.uri_template) == ("templates", "notes://{topic}")
+    assert (t.server, t.uri) == ("templates", "notes://{topic}")
     assert await env.manager.complete_resource("templates", "notes://{topic}", "topic", "al") == ["alpha", "alps"]
     out = await expand_mentions(env.manager, "see @templates:notes://beta please")
     assert "note about beta" in out.messages[0]["content"][0]["text"]

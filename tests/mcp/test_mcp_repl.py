@@ -24,13 +24,11 @@ def configure(root: Path, *names: str) -> None:
 async def test_prompt_commands_keep_roles_and_ask_for_required_args(project: Path) -> None:  # noqa: F811
     configure(project, "templates")
     model = ScriptedModel([reply("first"), reply("second")])
+    # topic is required: the first command asks for it
+    lines = ["/templates:review", "alpha", '/templates:review beta "very dry"', "/mcp"]
     with create_pipe_input() as inp:
         repl, buf = make_repl(project, model, inp)
-        inp.send_text("/templates:review\r")  # topic is required: asked for
-        inp.send_text("alpha\r")
-        inp.send_text('/templates:review beta "very dry"\r')
-        inp.send_text("/mcp\r")
-        inp.send_text("\x04")
+        inp.send_text("".join(f"{line}\r" for line in lines) + "\x04")
         assert await repl.run() == 0
     model.assert_done()
     out = buf.getvalue()
