@@ -80,27 +80,25 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _table(data: dict[str, Any], scope: str, cwd: Path, create: bool) -> dict[str, Any] | None:
-    """The `mcpServers` object of a scope inside its file's data (made when `create`)."""
+    """The `mcpServers` object of a scope inside its file's data (made when `create`). A key that is there
+    with the wrong type is an error, never silently replaced (it would lose what the user wrote)."""
     from services.mcp.config import project_key
 
-    holder = data
+    def child(holder: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
+        value = holder.get(key)
+        if value is None:
+            if not create:
+                return None
+            value = holder[key] = {}
+        if not isinstance(value, dict):
+            raise CliError(f"{scope_file(scope, cwd)}: {where} must be an object; fix it first")
+        return value
+
+    holder: dict[str, Any] | None = data
     if scope == "local":
-        projects = data.get("projects")
-        if not isinstance(projects, dict):
-            if not create:
-                return None
-            projects = data["projects"] = {}
-        holder = projects.get(project_key(cwd))
-        if not isinstance(holder, dict):
-            if not create:
-                return None
-            holder = projects[project_key(cwd)] = {}
-    table = holder.get("mcpServers")
-    if not isinstance(table, dict):
-        if not create:
-            return None
-        table = holder["mcpServers"] = {}
-    return table
+        projects = child(data, "projects", '"projects"')
+        holder = child(projects, project_key(cwd), f'"projects" / "{project_key(cwd)}"') if projects is not None else None
+    return child(holder, "mcpServers", '"mcpServers"') if holder is not None else None
 
 
 def _save(path: Path, data: dict[str, Any], private: bool) -> None:

@@ -96,3 +96,13 @@ def test_bad_input_is_one_line_and_exit_2(cli: CliRunner, workdir: Path) -> None
     assert code == 0, err
     assert json.loads((workdir / ".mcp.json").read_text())["mcpServers"]["srv"] == {
         "type": "stdio", "command": "node", "args": ["server.js", "--port", "3"], "env": {"A": "1"}}
+
+
+def test_a_malformed_user_file_is_named_and_kept(cli: CliRunner, agent_home: Path) -> None:
+    (agent_home / "mcp.json").write_text(json.dumps({"projects": ["not", "an", "object"], "other": 1}))
+    code, _, err = mcp(cli, "add", "calc", "--", "x")
+    assert code == 1 and '"projects" must be an object; fix it first' in err
+    assert json.loads((agent_home / "mcp.json").read_text()) == {"projects": ["not", "an", "object"], "other": 1}
+    code, out, err = mcp(cli, "add", "-s", "user", "calc", "--", "x")  # the user scope does not need it
+    assert code == 0, err
+    assert json.loads((agent_home / "mcp.json").read_text())["other"] == 1

@@ -67,3 +67,12 @@ async def test_elicitation_is_a_form_in_the_repl(project: Path) -> None:  # noqa
     result = model.requests[1].messages[-1]["content"][0]
     assert result["tool_use_id"] == "toolu_e" and result["content"] == [{"type": "text", "text": "hello Ada (41)"}]
     assert 'MCP server "asks" asks: Who are you?' in out
+
+
+def test_the_repl_completer_is_reachable_for_mcp_mentions(project: Path) -> None:  # noqa: F811
+    """`start_mcp` hands the manager to the prompt's completer; it must be the ReplCompleter itself."""
+    from agent.repl import ReplCompleter
+
+    with create_pipe_input() as inp:
+        repl, _ = make_repl(project, ScriptedModel([]), inp)
+        assert isinstance(repl.session.completer, ReplCompleter)
