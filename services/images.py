@@ -27,10 +27,12 @@ def fit_image(data: bytes, media_type: str) -> tuple[bytes, str]:
     try:
         img = Image.open(io.BytesIO(data))
         width, height = img.size
+    except Image.DecompressionBombError:
+        raise ImageError("the image claims too many pixels to decode safely") from None
     except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds for bad input
         raise ImageError(f"cannot decode the {media_type} image ({type(exc).__name__})") from None
     if width * height > _MAX_PIXELS:
-        raise ImageError(f"the image is {width}x{height} pixels, too large to decode safely")
+        raise ImageError(f"the image claims {width}x{height} pixels, too many to decode safely")
     if media_type in API_IMAGE_TYPES and len(data) <= MAX_IMAGE_BYTES and max(width, height) <= MAX_IMAGE_SIDE:
         return data, media_type
     try:

@@ -38,7 +38,7 @@ HTTP_PROBE_INTERVAL = 2.0  # seconds between liveness pings while an HTTP reques
 MAX_RESTARTS = 1  # automatic restarts per server and session
 STDERR_TAIL_LINES = 5
 _CLOSE_GRACE = 5.0
-_LOG_CAP = 1_000_000  # a chatty server's log is cut back to its tail past this size
+_LOG_CAP = 1_000_000  # past this size a server's logging notifications are no longer written
 
 # Errors that mean the connection (not the request) is gone: the server died or its HTTP session expired.
 _GONE = re.compile(r"connection closed|session terminated|session not found|broken pipe|end of file", re.I)
@@ -131,6 +131,7 @@ class McpServer:
         self._cancel_sent: asyncio.Task[None] | None = None
         self._settled = asyncio.Event()
         self._closing = False
+        self._log_capped = False
 
     # --- the per-server log --------------------------------------------------------------------
 
@@ -156,11 +157,18 @@ class McpServer:
             self._errlog = tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace")
         return self._errlog
 
-    def log(self, line: str) -> None:
-        """One line of our own in the server's log (a start, a failure, a logging notification)."""
+    def log(self, line: str, capped: bool = False) -> None:
+        """One line of our own in the server's log (a start, a failure, a logging notification). `capped`
+        lines (a server's own logging) stop once the log passes _LOG_CAP: a chatty server cannot fill the disk."""
         if self._errlog is None:
             self._open_log()
         with contextlib.suppress(OSError, ValueError):
+            if capped and os.fstat(self._errlog.fileno()).st_size > _LOG_CAP:
+                if not self._log_capped:
+                    self._log_capped = True
+                    self._errlog.write(f"[agent] log over {_LOG_CAP} bytes: the server's log messages are dropped\n")
+                    self._errlog.flush()
+                return
             stamp = time.strftime("%H:%M:%S")
             self._errlog.write(f"[{stamp} agent] {line}\n")
             self._errlog.flush()
@@ -426,7 +434,7 @@ class McpServer:
     async def _on_log(self, params: Any) -> None:
         data = params.data if isinstance(params.data, str) else repr(params.data)
         source = f" {params.logger}" if params.logger else ""
-        self.log(f"log {params.level}{source}: {data[:2000]}")
+        self.log(f"log {params.level}{source}: {data[:2000]}", capped=True)
 
     async def _on_message(self, message: Any) -> None:
         """Notifications: a changed list is fetched again in a task of its own (awaiting a request here
