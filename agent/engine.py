@@ -116,6 +116,7 @@ class QueryEngine:
 
     def replace_history(self, messages: list[Message]) -> None:
         self.messages = list(messages)
+        self.replacement_state.history_replaced()  # a compaction boundary voids position-based decisions
         self._write({"type": "history_replaced", "messages": self.messages})
 
     def clear(self) -> None:
@@ -202,7 +203,8 @@ class QueryEngine:
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
         if text:
-            self.append_message(user_message(text))
+            # origin=user: the user's own words, which retain and autocompact keep (services/compact/retain.py)
+            self.append_message(user_message(text, meta={"origin": "user"}))
         params = QueryParams(
             messages=self.messages,
             system=self.config.system_prompt,

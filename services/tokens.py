@@ -1,6 +1,7 @@
 """Token accounting: a rough estimate, the canonical usage-anchored count, and an optional exact count.
 
-- `estimate_tokens(messages)`: characters / 4 rounded up; images and documents count 2000 tokens each
+- `estimate_tokens(messages)`: units / 4 rounded up, where a unit is an ASCII character and a
+  non-ASCII one weighs more by script (`text_units`: CJK 4, Cyrillic 2.5, emoji 5.5); images and documents count 2000 tokens each
   (never their base64 size); the content of a JSON file read by Read counts characters / 2.
 - `token_count_with_estimation(history)`: the last assistant message's real usage plus the estimate of
   every message after it, anchored at the first record of a response split into several records.
@@ -15,6 +16,22 @@ from typing import Any
 
 from services.messages import Message
 
+# Units per character beyond the first, per extra UTF-8 byte: a CJK character (3 bytes) is 1 + 2*1.5 = 4
+# units (one token), Cyrillic/Greek/accented Latin (2 bytes) 2.5, an emoji (4 bytes) 5.5. UTF-8 length
+# is the script class C computes for us (`str.encode` runs at memory speed; a per-character Python
+# loop would cost more than the request's json.dumps). Calibrated in bench/context_economy.py.
+EXTRA_BYTE_UNITS = 1.5
+
+
+def text_units(text: str) -> int:
+    """Size of `text` in units (4 units ~ 1 token): its length when ASCII, weighted by script otherwise."""
+    if text.isascii():
+        return len(text)
+    n = len(text)
+    extra = len(text.encode("utf-8", errors="surrogatepass")) - n
+    return n + int(extra * EXTRA_BYTE_UNITS + 0.5)
+
+
 IMAGE_TOKENS = 2000
 CHARS_PER_TOKEN = 4
 JSON_CHARS_PER_TOKEN = 2
@@ -25,7 +42,7 @@ READ_TOOL = "Read"
 def _content_chars(content: Any) -> tuple[int, int]:
     """(characters, fixed-cost blocks) of a tool_result content."""
     if isinstance(content, str):
-        return len(content), 0
+        return text_units(content), 0
     chars = fixed = 0
     if isinstance(content, list):
         for b in content:
@@ -33,7 +50,7 @@ def _content_chars(content: Any) -> tuple[int, int]:
                 continue
             t = b.get("type")
             if t == "text":
-                chars += len(b.get("text", ""))
+                chars += text_units(b.get("text", ""))
             elif t in ("image", "document"):
                 fixed += 1
             else:
@@ -63,9 +80,9 @@ def estimate_tokens(messages: list[Message], json_read_ids: set[str] | None = No
         for b in m.get("content", []):
             t = b.get("type")
             if t == "text":
-                chars += len(b["text"])  # type: ignore[typeddict-item]
+                chars += text_units(b["text"])  # type: ignore[typeddict-item]
             elif t == "tool_use":
-                chars += len(b["name"]) + len(json.dumps(b["input"], ensure_ascii=False))  # type: ignore[typeddict-item]
+                chars += len(b["name"]) + text_units(json.dumps(b["input"], ensure_ascii=False))  # type: ignore[typeddict-item]
             elif t == "tool_result":
                 c, f = _content_chars(b["content"])  # type: ignore[typeddict-item]
                 fixed += f
@@ -76,7 +93,7 @@ def estimate_tokens(messages: list[Message], json_read_ids: set[str] | None = No
             elif t in ("image", "document"):
                 fixed += 1
             elif t == "thinking":
-                chars += len(b.get("thinking", ""))  # type: ignore[call-overload]
+                chars += text_units(b.get("thinking", ""))  # type: ignore[call-overload]
             elif t == "redacted_thinking":
                 chars += len(b.get("data", ""))  # type: ignore[call-overload]
             else:

@@ -1,6 +1,6 @@
 """Spill files: where a too-large tool result goes, and the pointer the model sees instead.
 
-A spilled result is written once to `<session dir>/tool-results/<tool_use_id>.txt` (directory 0700,
+A spilled result is written once to `<session dir>/tool-results/<id>-<hash of id>.txt` (directory 0700,
 file 0600, exclusive create: a repeat finds the file and is a no-op). The model gets a
 `<persisted-output>` pointer with the size, the absolute path and a preview, so it can Read the rest.
 Truncation destroys; spilling relocates.
@@ -8,6 +8,7 @@ Truncation destroys; spilling relocates.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -45,8 +46,15 @@ def make_preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
     return head, True
 
 
+def spill_name(tool_use_id: str) -> str:
+    """`<readable id>-<sha256 of the id, 16 hex>.txt`. The readable part alone collides: gateways send
+    both `call:1` and `call_1`, which sanitise alike; the hash of the exact id keeps them apart."""
+    digest = hashlib.sha256(tool_use_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    return f"{_UNSAFE.sub('_', tool_use_id)[:64]}-{digest}.txt"
+
+
 def spill_path(spill_dir: Path, tool_use_id: str) -> Path:
-    return Path(spill_dir) / f"{_UNSAFE.sub('_', tool_use_id)}.txt"
+    return Path(spill_dir) / spill_name(tool_use_id)
 
 
 def write_spill(spill_dir: Path, tool_use_id: str, text: str) -> tuple[Path, int]:

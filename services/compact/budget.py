@@ -21,16 +21,14 @@ from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv, StageResult
 from services.messages import Message, has_image, result_text
+from services.request_check import empty_result_marker as empty_marker
+from services.request_check import is_blank_content
 from services.tool_result_storage import build_replacement, format_size, is_persisted, write_spill
 from services.trace import trace
 
 # Never spill a result smaller than this for the per-message budget: the pointer would cost more than it frees.
 MIN_AGGREGATE_SPILL_CHARS = 5000
 STAGE = "budget"
-
-
-def empty_marker(tool_name: str) -> str:
-    return f"({tool_name} completed with no output)"
 
 
 def result_threshold(tool_name: str, opts: CompactOptions, env: PipelineEnv) -> float:
@@ -43,16 +41,24 @@ def result_threshold(tool_name: str, opts: CompactOptions, env: PipelineEnv) -> 
     return min(declared, opts.max_tool_result_chars)
 
 
-def _is_empty(content: Any) -> bool:
-    if isinstance(content, str):
-        return content == ""
-    if isinstance(content, list):
-        if not content:
-            return True
-        return all(
-            isinstance(b, dict) and b.get("type") == "text" and not b.get("text") for b in content
-        )
-    return content is None
+def mark_empty_results(assistant: Message, results: Message) -> Message:
+    """`results` with every empty or whitespace-only tool_result given `(<Tool> completed with no
+    output)`. Runs in every mode (COMPACT=0 too): an empty result at the prompt's tail can end the
+    model's turn, whatever the pipeline does."""
+    content = results.get("content")
+    if not isinstance(content, list) or not any(
+        b.get("type") == "tool_result" and is_blank_content(b.get("content")) for b in content
+    ):
+        return results
+    names: dict[str, str] = {}
+    _note_names(assistant, names)
+    blocks = [
+        {**b, "content": empty_marker(names.get(b["tool_use_id"], "Tool"))}  # type: ignore[typeddict-item]
+        if b.get("type") == "tool_result" and is_blank_content(b.get("content"))
+        else b
+        for b in content
+    ]
+    return {**results, "content": blocks}  # type: ignore[typeddict-item]
 
 
 class _Fresh:
@@ -159,7 +165,7 @@ def _budget_message(
             counts["reapplied"] += 1
             total += len(rep)
             continue
-        if _is_empty(c):
+        if is_blank_content(c):
             marker = empty_marker(names.get(tid, "Tool"))
             new_blocks[bi] = {**b, "content": marker}
             total += len(marker)

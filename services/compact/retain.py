@@ -3,22 +3,22 @@
 Re-estimates after stage 2: at or under the threshold it is a no-op ("what came before was enough, so
 nothing more is dropped"). Still over and longer than `max_messages`: the outbound copy becomes
 
-    first user message (the task; after a summary, the boundary and the summary)
+    the head: after a compaction its boundary and summary; the task, i.e. the user's own first message
+    (by origin: injected @resource/hook/skill context before it is not the task and may be omitted)
     + one user text message `[N earlier messages omitted]`
-    + the tail, starting at a user text message,
+    + the tail, starting at a user text message or at an assistant message whose tail orphans nothing,
 
-so no tool_result is ever orphaned. When there is no user text message to cut at (one long agentic
-turn, react-agent-mini's bug B5), the tail starts at an assistant message whose tool round is complete
-(every tool_result in the tail has its tool_use in the tail). The cut point moves in steps of half
-the tail budget, so consecutive requests keep sharing their prefix; each move is a `decision` record
-(stage `retain`), so a resumed session omits the same messages. History is never touched.
+so no tool_result is ever orphaned. The cut point moves in steps of half the tail budget, so
+consecutive requests keep sharing their prefix; each move is a `decision` record (stage `retain`)
+keyed by the anchor message's identity, so a resumed session omits the same messages, and a cut made
+on another history (any compaction) is never applied. History is never touched.
 """
 
 from __future__ import annotations
 
 from services.compact.estimate import estimate_outbound_chars
 from services.compact.options import CompactOptions
-from services.compact.state import ContentReplacementState, RetainMemo
+from services.compact.state import ContentReplacementState, RetainMemo, message_key
 from services.compact.types import StageResult
 from services.messages import (
     Message,
@@ -38,42 +38,77 @@ def omitted_marker(n: int) -> Message:
     return user_message(OMITTED_TEMPLATE.format(n=n), meta={"omitted": n})
 
 
-def _head_length(messages: list[Message]) -> int:
-    """How many leading messages are the task that must be kept (0 when the first is not a user message)."""
-    if not messages or messages[0].get("role") != "user":
-        return 0
-    if message_text(messages[0]) == COMPACT_BOUNDARY_TEXT and len(messages) > 1 and is_user_text_message(messages[1]):
-        return 2
-    return 1
+def is_boundary(message: Message) -> bool:
+    return is_user_text_message(message) and message_text(message) == COMPACT_BOUNDARY_TEXT
 
 
-def _tail_is_closed(messages: list[Message], start: int) -> bool:
-    """Every tool_result from `start` on answers a tool_use from `start` on."""
-    seen: set[str] = set()
-    for m in messages[start:]:
-        for u in tool_uses(m):
-            seen.add(u["id"])
+def is_user_own(message: Message) -> bool:
+    """The user's own words (a prompt they typed), by origin, not position: the engine marks them
+    `meta.origin = "user"`; injected context (hook output, @resource expansions, skills, MCP prompts,
+    notes, markers, summaries) always carries another meta key. A user text message without any meta
+    is a prompt from a caller that predates the origin mark."""
+    if not is_user_text_message(message):
+        return False
+    meta = message.get("meta")
+    if meta:
+        return meta.get("origin") == "user"
+    return not is_boundary(message)
+
+
+def head_indices(messages: list[Message]) -> tuple[int, ...]:
+    """The history messages retain always sends: the boundary and summary of a compaction, and the
+    task, the user's own first message (wherever injected context put it)."""
+    keep: list[int] = []
+    if messages and is_boundary(messages[0]):
+        keep.append(0)
+        if len(messages) > 1 and (messages[1].get("meta") or {}).get("compact_summary"):
+            keep.append(1)
+    for i in range(len(keep), len(messages)):
+        if is_user_own(messages[i]):
+            keep.append(i)
+            break
+        if i > len(keep) + 64:  # the task is near the start; never scan a long history for it
+            break
+    return tuple(keep)
+
+
+def closed_from(messages: list[Message]) -> list[bool]:
+    """closed[i]: every tool_result in messages[i:] answers a tool_use in messages[i:] (a tail that
+    starts at i orphans nothing). One backward pass."""
+    n = len(messages)
+    closed = [False] * n
+    need: set[str] = set()
+    for i in range(n - 1, -1, -1):
+        m = messages[i]
         for r in tool_results(m):
-            if r["tool_use_id"] not in seen:
-                return False
-    return True
+            need.add(r["tool_use_id"])
+        for u in tool_uses(m):
+            need.discard(u["id"])
+        closed[i] = not need
+    return closed
 
 
-def find_cut(messages: list[Message], head: int, tail_budget: int) -> int | None:
-    """Index where the kept tail starts, or None when no safe cut drops anything."""
+def find_cut(messages: list[Message], after: int, tail_budget: int) -> int | None:
+    """Index where the kept tail starts (> `after`), or None when no safe cut drops anything.
+
+    The cut moves on a grid of half the tail budget, not one message per call: between moves the
+    outbound prefix stays byte-identical for the prompt cache. It lands on the first safe message at or
+    past the grid point: a user text message when one is within a step, else any message whose tail
+    orphans nothing. (Snapping to the next user text message wherever it is dropped the whole
+    conversation when a new prompt followed one long agentic turn.)"""
     n = len(messages)
     budget = max(1, tail_budget)
-    # The cut moves on a grid of half the budget, not one message per call: between moves the
-    # outbound prefix (head, marker, tail start) stays byte-identical for the prompt cache.
     step = max(1, budget // 2)
-    start = max(head, -(-(n - budget) // step) * step)
-    for i in range(start, n):
+    start = max(after + 1, -(-(n - budget) // step) * step)
+    if start >= n:
+        return None
+    for i in range(start, min(n, start + step)):
         if is_user_text_message(messages[i]):
-            return i if i > head else None
-    # One long agentic turn: cut at an assistant message whose tool round is complete.
-    for i in range(start, n):
-        if messages[i].get("role") == "assistant" and _tail_is_closed(messages, i):
-            return i if i > head else None
+            return i
+    closed = closed_from(messages[start:])
+    for k, ok in enumerate(closed):
+        if ok and (messages[start + k].get("role") == "assistant" or is_user_text_message(messages[start + k])):
+            return start + k
     return None
 
 
@@ -87,15 +122,23 @@ def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> b
 
 
 def valid_memo(state: ContentReplacementState | None, messages: list[Message]) -> RetainMemo | None:
-    """The recorded cut when it still applies to `messages` (same history, not replaced)."""
+    """The recorded cut when it still applies to `messages`: the anchor message is still at the cut."""
     memo = state.retain_memo if state is not None else None
-    if memo is None or not messages or memo.cut > len(messages):
+    if memo is None or memo.cut >= len(messages) or any(k >= memo.cut for k in memo.keep):
         return None
-    if memo.first is None:  # rebuilt from the transcript: it applies to the history loaded with it
-        memo.first = messages[0]
-    elif messages[0] is not memo.first and messages[0] != memo.first:
+    if memo.anchor is not None and message_key(messages[memo.cut]) != memo.anchor:
         return None
     return memo
+
+
+def _dropped(messages: list[Message], keep: tuple[int, ...], cut: int) -> list[Message]:
+    kept = set(keep)
+    return [m for i, m in enumerate(messages[:cut]) if i not in kept]
+
+
+def _assemble(messages: list[Message], keep: tuple[int, ...], cut: int) -> list[Message]:
+    n = cut - len(keep)
+    return [*(messages[k] for k in keep), omitted_marker(n), *messages[cut:]]
 
 
 def apply_retain_tail_if_needed(
@@ -104,28 +147,32 @@ def apply_retain_tail_if_needed(
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
     omitted they stay omitted, and the cut only moves forward, on a grid, when still over."""
     memo = valid_memo(state, messages)
+    if state is not None and state.retain_memo is not None and memo is None:
+        state.retain_memo = None  # made on another history (a compaction, a rewind): void for good
     estimated = estimate_outbound_chars(messages)
     if memo is None and (estimated <= opts.threshold or len(messages) <= opts.max_messages):
         return StageResult(messages)
-    head = memo.head if memo is not None else _head_length(messages)
-    budget = opts.max_messages - head - (1 if head else 0)
-    cut = memo.cut if memo is not None else None
-    if cut is not None:
-        current = [*messages[:head], omitted_marker(cut - head), *messages[cut:]] if head else messages[cut:]
+    keep = memo.keep if memo is not None else head_indices(messages)
+    after = max(keep) if keep else -1
+    budget = opts.max_messages - len(keep) - 1
+    if memo is not None:
+        cut = memo.cut
+        current = _assemble(messages, keep, cut)
         estimated = estimate_outbound_chars(current)
         if estimated > opts.threshold and len(messages) - cut > budget:
-            moved = find_cut(messages, max(head, cut), budget)
+            moved = find_cut(messages, max(after, cut), budget)
             if moved is not None and moved > cut and _worth_it(messages[cut:moved], estimated, opts):
                 cut = moved
     else:
-        cut = find_cut(messages, head, budget)
-        if cut is None or not _worth_it(messages[head:cut], estimated, opts):
+        found = find_cut(messages, after, budget)
+        if found is None or not _worth_it(_dropped(messages, keep, found), estimated, opts):
             return StageResult(messages)
+        cut = found
     records = []
-    if state is not None and (memo is None or memo.cut != cut or memo.head != head):
-        records.append(state.record_retain(RetainMemo(cut, head, messages[0])))
-    dropped = cut - head
-    out = [*messages[:head], omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
+    if state is not None and (memo is None or memo.cut != cut):
+        records.append(state.record_retain(RetainMemo(cut, keep, message_key(messages[cut]))))
+    out = _assemble(messages, keep, cut)
+    dropped = cut - len(keep)
     notices = []
     if memo is None or memo.cut != cut:
         trace(

@@ -34,6 +34,7 @@ from services.tool_result_storage import (
     build_replacement,
     format_size,
     make_preview,
+    spill_path,
     write_spill,
 )
 from tools.base import Tool, ToolContext, ToolOutput
@@ -167,7 +168,7 @@ def test_images_never_spilled_blocks_measured_by_text(tmp_path):
     c = contents(res.messages)
     assert c["img"] is img
     assert spilled(res.messages) == {"blk"}  # 80 K of text > 50 K
-    path = tmp_path / "sess" / "tool-results" / "blk.txt"
+    path = spill_path(tmp_path / "sess" / "tool-results", "blk")
     assert path.read_text() == "u" * 40_000 + "v" * 40_000
 
 
@@ -230,7 +231,7 @@ def test_file_permissions(tmp_path):
     res, _ = run(batch(("Bash", "perm", "x" * 40_000)), tmp_path=tmp_path)
     d = tmp_path / "sess" / "tool-results"
     assert stat.S_IMODE(d.stat().st_mode) == 0o700
-    assert stat.S_IMODE((d / "perm.txt").stat().st_mode) == 0o600
+    assert stat.S_IMODE(spill_path(d, "perm").stat().st_mode) == 0o600
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
@@ -282,7 +283,7 @@ def test_reapplication_byte_identical_over_ten_calls(tmp_path):
     state = ContentReplacementState()
     first = apply_tool_result_budget(msgs, state, CompactOptions(), env(tmp_path))
     want = json.dumps(to_api(first.messages))
-    spill = tmp_path / "sess" / "tool-results" / "r.txt"
+    spill = spill_path(tmp_path / "sess" / "tool-results", "r")
     spill.unlink()  # re-application does no I/O: it would not notice
     for _ in range(10):
         again = apply_tool_result_budget(msgs, state, CompactOptions(), env(tmp_path))
