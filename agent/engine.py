@@ -203,8 +203,9 @@ class QueryEngine:
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
         if text:
-            # origin=user: the user's own words, which retain and autocompact keep (services/compact/retain.py)
-            self.append_message(user_message(text, meta={"origin": "user"}))
+            # No meta: the user's own words (every injected message carries a meta key saying where it came
+            # from), which retain and autocompact keep verbatim (services/compact/retain.py: is_user_own).
+            self.append_message(user_message(text))
         params = QueryParams(
             messages=self.messages,
             system=self.config.system_prompt,

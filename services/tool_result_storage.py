@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from services.tokens import text_units
+
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
 PERSISTED_OUTPUT_CLOSE = "</persisted-output>"
 PREVIEW_CHARS = 2000
@@ -31,17 +33,33 @@ def format_size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
+def _units_prefix(text: str, limit: int) -> int:
+    """The longest prefix length of `text` whose size in units (services.tokens.text_units) is <= limit."""
+    if text.isascii():
+        return min(len(text), limit)
+    lo, hi = 0, min(len(text), limit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text_units(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def make_preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
-    """The first `limit` code points, cut back to the last newline when it lies past half of them.
+    """The first `limit` units (code points for ASCII; fewer CJK characters, which cost more tokens),
+    cut back to the last newline when it lies past half of them.
 
     Python strings are code-point sequences, so a slice never splits a character (CJK, emoji).
     Returns (preview, has_more).
     """
-    if len(text) <= limit:
+    end = _units_prefix(text, limit)
+    if end >= len(text):
         return text, False
-    head = text[:limit]
+    head = text[:end]
     nl = head.rfind("\n")
-    if nl > limit // 2:
+    if nl > end // 2:
         head = head[:nl]
     return head, True
 

@@ -8,8 +8,8 @@ nothing more is dropped"). Still over and longer than `max_messages`: the outbou
     + one user text message `[N earlier messages omitted]`
     + the tail, starting at a user text message or at an assistant message whose tail orphans nothing,
 
-so no tool_result is ever orphaned. The cut point moves in steps of half the tail budget, so
-consecutive requests keep sharing their prefix; each move is a `decision` record (stage `retain`)
+so no tool_result is ever orphaned. A cut goes down to the low-water mark (hysteresis: the next
+cut is many calls away, and consecutive requests keep sharing their prefix); each move is a `decision` record (stage `retain`)
 keyed by the anchor message's identity, so a resumed session omits the same messages, and a cut made
 on another history (any compaction) is never applied. History is never touched.
 """
@@ -43,10 +43,10 @@ def is_boundary(message: Message) -> bool:
 
 
 def is_user_own(message: Message) -> bool:
-    """The user's own words (a prompt they typed), by origin, not position: the engine marks them
-    `meta.origin = "user"`; injected context (hook output, @resource expansions, skills, MCP prompts,
-    notes, markers, summaries) always carries another meta key. A user text message without any meta
-    is a prompt from a caller that predates the origin mark."""
+    """The user's own words (a prompt they typed), by origin, not position: the engine stores them
+    without meta, while injected context (hook output, @resource expansions, skills, MCP prompts,
+    interruption notes, markers, summaries) always carries a meta key naming its origin. An explicit
+    `meta.origin = "user"` counts as the user's too."""
     if not is_user_text_message(message):
         return False
     meta = message.get("meta")
@@ -88,28 +88,38 @@ def closed_from(messages: list[Message]) -> list[bool]:
     return closed
 
 
-def find_cut(messages: list[Message], after: int, tail_budget: int) -> int | None:
-    """Index where the kept tail starts (> `after`), or None when no safe cut drops anything.
-
-    The cut moves on a grid of half the tail budget, not one message per call: between moves the
-    outbound prefix stays byte-identical for the prompt cache. It lands on the first safe message at or
-    past the grid point: a user text message when one is within a step, else any message whose tail
-    orphans nothing. (Snapping to the next user text message wherever it is dropped the whole
-    conversation when a new prompt followed one long agentic turn.)"""
+def find_cut(
+    messages: list[Message], keep: tuple[int, ...], lower: int, opts: CompactOptions
+) -> int | None:
+    """Where the kept tail starts: the first safe index >= `lower` after which head + marker + tail
+    fit under the low-water mark (so the next cut is many calls away: each cut is a prompt-cache
+    miss), else the last safe index. Never past the user's newest own message (the prompt being
+    worked on is irrecoverable), never inside a tool round (the tail orphans no tool_result).
+    None when no safe index drops anything."""
     n = len(messages)
-    budget = max(1, tail_budget)
-    step = max(1, budget // 2)
-    start = max(after + 1, -(-(n - budget) // step) * step)
-    if start >= n:
+    after = max(keep) if keep else -1
+    lower = max(lower, after + 1)
+    last_prompt = max((i for i in range(n - 1, after, -1) if is_user_own(messages[i])), default=n - 1)
+    if lower > last_prompt:
         return None
-    for i in range(start, min(n, start + step)):
-        if is_user_text_message(messages[i]):
-            return i
-    closed = closed_from(messages[start:])
-    for k, ok in enumerate(closed):
-        if ok and (messages[start + k].get("role") == "assistant" or is_user_text_message(messages[start + k])):
-            return start + k
-    return None
+    closed = closed_from(messages[lower:])
+    sizes = [estimate_outbound_chars([m]) for m in messages[lower:]]
+    suffix = 0
+    suffixes = [0] * len(sizes)
+    for k in range(len(sizes) - 1, -1, -1):
+        suffix += sizes[k]
+        suffixes[k] = suffix
+    head = estimate_outbound_chars([messages[k] for k in keep]) + len(OMITTED_TEMPLATE) + 8
+    target = opts.low_water
+    best = None
+    for k in range(0, last_prompt - lower + 1):
+        m = messages[lower + k]
+        if not closed[k] or not (m.get("role") == "assistant" or is_user_text_message(m)):
+            continue
+        best = lower + k
+        if head + suffixes[k] <= target:
+            break
+    return best
 
 
 def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> bool:
@@ -145,29 +155,32 @@ def apply_retain_tail_if_needed(
     messages: list[Message], opts: CompactOptions, state: ContentReplacementState | None = None
 ) -> StageResult:
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
-    omitted they stay omitted, and the cut only moves forward, on a grid, when still over."""
+    omitted they stay omitted, and the cut only moves forward, when the request is over again."""
     memo = valid_memo(state, messages)
     if state is not None and state.retain_memo is not None and memo is None:
         state.retain_memo = None  # made on another history (a compaction, a rewind): void for good
-    estimated = estimate_outbound_chars(messages)
-    if memo is None and (estimated <= opts.threshold or len(messages) <= opts.max_messages):
-        return StageResult(messages)
-    keep = memo.keep if memo is not None else head_indices(messages)
-    after = max(keep) if keep else -1
-    budget = opts.max_messages - len(keep) - 1
-    if memo is not None:
-        cut = memo.cut
-        current = _assemble(messages, keep, cut)
-        estimated = estimate_outbound_chars(current)
-        if estimated > opts.threshold and len(messages) - cut > budget:
-            moved = find_cut(messages, max(after, cut), budget)
-            if moved is not None and moved > cut and _worth_it(messages[cut:moved], estimated, opts):
-                cut = moved
-    else:
-        found = find_cut(messages, after, budget)
-        if found is None or not _worth_it(_dropped(messages, keep, found), estimated, opts):
+    if memo is None:
+        estimated = estimate_outbound_chars(messages)
+        if estimated <= opts.threshold:
             return StageResult(messages)
-        cut = found
+        keep = head_indices(messages)
+        lower = 0
+    else:
+        keep = memo.keep
+        estimated = estimate_outbound_chars(_assemble(messages, keep, memo.cut))
+        lower = memo.cut + 1
+    over_count = len(messages) > opts.max_messages  # react-agent-mini's message cap, when over anyway
+    if memo is None or estimated > opts.threshold:
+        if over_count:
+            lower = max(lower, len(messages) - (opts.max_messages - len(keep) - 1))
+        found = find_cut(messages, keep, lower, opts)
+        if memo is not None and (found is None or not _worth_it(messages[memo.cut : found], estimated, opts)):
+            found = None
+        elif memo is None and (found is None or not _worth_it(_dropped(messages, keep, found), estimated, opts)):
+            return StageResult(messages)
+    else:
+        found = None
+    cut = found if found is not None else memo.cut  # type: ignore[union-attr]
     records = []
     if state is not None and (memo is None or memo.cut != cut):
         records.append(state.record_retain(RetainMemo(cut, keep, message_key(messages[cut]))))

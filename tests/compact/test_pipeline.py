@@ -92,7 +92,7 @@ def test_visible_ids_follow_identity():
     msgs = rounds(6)
     state = ContentReplacementState()
     res = run_outbound_pipeline(
-        msgs, state, CompactOptions(threshold=2000, micro_keep_recent=2, micro_min_chars=100, max_messages=100,
+        msgs, state, CompactOptions(threshold=2400, micro_keep_recent=2, micro_min_chars=100, max_messages=100,
                                     micro_low_water_percent=1),
         PipelineEnv(),
     )

@@ -64,10 +64,13 @@ def test_first_message_kept_with_marker():
     assert pairing_ok(out)
 
 
-def test_short_history_same_reference():
+def test_short_history_over_the_threshold_is_cut_too():
+    # Retain answers to the size, not to a message count: a short history over the threshold is cut
+    # (react-agent-mini kept any history of 40 messages or fewer, and sent it over the threshold).
     msgs = conversation(2)
     res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=40))
-    assert res.messages is msgs and res.notices == []
+    assert res.messages[0] is msgs[0] and res.messages[-1] is msgs[-1] and len(res.messages) < len(msgs) + 1
+    assert pairing_ok(res.messages)
 
 
 def test_under_threshold_is_noop():
