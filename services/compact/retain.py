@@ -72,6 +72,26 @@ def head_indices(messages: list[Message]) -> tuple[int, ...]:
     return tuple(keep)
 
 
+# The user's own messages inside the omitted stretch are kept too (newest first, within this many units,
+# ~20k tokens, as Codex keeps recent user messages through a compaction): the diary goes last.
+KEEP_USER_UNITS = 80_000
+
+
+def with_user_messages(messages: list[Message], base: tuple[int, ...], cut: int) -> tuple[int, ...]:
+    """`base` plus the user's own messages between the head and `cut`, newest first within budget."""
+    after = max(base) if base else -1
+    used = 0
+    extra = []
+    for i in range(cut - 1, after, -1):
+        if is_user_own(messages[i]):
+            size = estimate_outbound_chars([messages[i]])
+            if used + size > KEEP_USER_UNITS:
+                break
+            used += size
+            extra.append(i)
+    return tuple(sorted((*base, *extra)))
+
+
 def closed_from(messages: list[Message]) -> list[bool]:
     """closed[i]: every tool_result in messages[i:] answers a tool_use in messages[i:] (a tail that
     starts at i orphans nothing). One backward pass."""
@@ -141,6 +161,12 @@ def valid_memo(state: ContentReplacementState | None, messages: list[Message]) -
     return memo
 
 
+def _base(keep: tuple[int, ...], messages: list[Message]) -> tuple[int, ...]:
+    """The head part of a recorded keep (boundary, summary, task), without the kept user messages."""
+    head = head_indices(messages)
+    return tuple(k for k in keep if k in head)
+
+
 def _dropped(messages: list[Message], keep: tuple[int, ...], cut: int) -> list[Message]:
     kept = set(keep)
     return [m for i, m in enumerate(messages[:cut]) if i not in kept]
@@ -181,6 +207,8 @@ def apply_retain_tail_if_needed(
     else:
         found = None
     cut = found if found is not None else memo.cut  # type: ignore[union-attr]
+    if memo is None or memo.cut != cut:
+        keep = with_user_messages(messages, head_indices(messages) if memo is None else _base(memo.keep, messages), cut)
     records = []
     if state is not None and (memo is None or memo.cut != cut):
         records.append(state.record_retain(RetainMemo(cut, keep, message_key(messages[cut]))))

@@ -44,7 +44,7 @@ def results(msgs: list) -> list[str]:
 def test_micro_then_retain_outbound_only():
     msgs = rounds(6)
     out = compact_messages(msgs, CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100, max_messages=8))
-    assert len(out) <= 8 and len(out) < len(msgs)
+    assert len(out) < len(msgs) and any((m.get("meta") or {}).get("omitted") for m in out)
     assert all(r.startswith("BODY") for r in results(msgs))
 
 
@@ -70,7 +70,7 @@ def test_env_threshold(monkeypatch):
     monkeypatch.setenv("COMPACT_THRESHOLD_CHARS", "50")
     monkeypatch.setenv("COMPACT_MAX_MESSAGES", "12")
     out = compact_messages(rounds(10, body=10), CompactOptions.from_env())
-    assert len(out) <= 12
+    assert len(out) < 40 and any((m.get("meta") or {}).get("omitted") for m in out)
 
 
 def test_disabled_same_reference(monkeypatch):
