@@ -15,7 +15,7 @@ from agent.deps import QueryDeps
 from services.compact.autocompact import AutocompactContext
 from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions
-from services.compact.pipeline import run_outbound_pipeline, visible_result_ids
+from services.compact.pipeline import run_outbound_pipeline, sent_whole_ids
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv
 from services.events import (
@@ -163,7 +163,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             yield RecordEvent(rec)
         for kind, text in piped.notices:
             yield NoticeEvent(kind, text)
-        visible = visible_result_ids(messages, piped.messages)
+        visible = sent_whole_ids(piped.messages, params.replacement_state)
         ctx.is_visible = visible.__contains__
 
         # The last line of defence: a request that breaks the API's rules is repaired (and traced), never

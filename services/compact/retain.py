@@ -77,7 +77,15 @@ def head_indices(messages: list[Message]) -> tuple[int, ...]:
 KEEP_USER_UNITS = 80_000
 
 
-def with_user_messages(messages: list[Message], base: tuple[int, ...], cut: int) -> tuple[int, ...]:
+def user_keep_budget(opts: CompactOptions) -> int:
+    """Units of the user's own messages a cut keeps: ~20k tokens, at most a quarter of the low-water
+    mark (the cut aims under the low-water mark with them)."""
+    return min(KEEP_USER_UNITS, opts.low_water // 4)
+
+
+def with_user_messages(
+    messages: list[Message], base: tuple[int, ...], cut: int, budget: int = KEEP_USER_UNITS
+) -> tuple[int, ...]:
     """`base` plus the user's own messages between the head and `cut`, newest first within budget."""
     after = max(base) if base else -1
     used = 0
@@ -85,7 +93,7 @@ def with_user_messages(messages: list[Message], base: tuple[int, ...], cut: int)
     for i in range(cut - 1, after, -1):
         if is_user_own(messages[i]):
             size = estimate_outbound_chars([messages[i]])
-            if used + size > KEEP_USER_UNITS:
+            if used + size > budget:
                 break
             used += size
             extra.append(i)
@@ -113,13 +121,15 @@ def find_cut(
 ) -> int | None:
     """Where the kept tail starts: the first safe index >= `lower` after which head + marker + tail
     fit under the low-water mark (so the next cut is many calls away: each cut is a prompt-cache
-    miss), else the last safe index. Never past the user's newest own message (the prompt being
-    worked on is irrecoverable), never inside a tool round (the tail orphans no tool_result).
+    miss), else the last safe index. Never inside a tool round (the tail orphans no tool_result);
+    the user's own messages it passes are kept in the head (`with_user_messages`).
     None when no safe index drops anything."""
     n = len(messages)
     after = max(keep) if keep else -1
-    lower = max(lower, after + 1)
-    last_prompt = max((i for i in range(n - 1, after, -1) if is_user_own(messages[i])), default=n - 1)
+    lower = max(lower, after + 2)  # a tail starting at after + 1 would omit nothing
+    # The newest message stays (the request must end with it); the user's own messages before the cut
+    # are kept verbatim by `with_user_messages`, so a cut may pass them.
+    last_prompt = n - 1
     if lower > last_prompt:
         return None
     closed = closed_from(messages[lower:])
@@ -130,7 +140,7 @@ def find_cut(
         suffix += sizes[k]
         suffixes[k] = suffix
     head = estimate_outbound_chars([messages[k] for k in keep]) + len(OMITTED_TEMPLATE) + 8
-    target = opts.low_water
+    target = opts.low_water - user_keep_budget(opts)
     best = None
     for k in range(0, last_prompt - lower + 1):
         m = messages[lower + k]
@@ -178,16 +188,24 @@ def _assemble(messages: list[Message], keep: tuple[int, ...], cut: int) -> list[
 
 
 def apply_retain_tail_if_needed(
-    messages: list[Message], opts: CompactOptions, state: ContentReplacementState | None = None
+    messages: list[Message],
+    opts: CompactOptions,
+    state: ContentReplacementState | None = None,
+    rewritten: bool = False,
 ) -> StageResult:
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
-    omitted they stay omitted, and the cut only moves forward, when the request is over again."""
+    omitted they stay omitted, and the cut only moves forward, when the request is over again.
+
+    `rewritten`: micro changed the prefix in this call (a cache miss already). If it could not get
+    down to the low-water mark, retain cuts to it now, in the same miss, instead of leaving the
+    request just under the threshold where every next call would clear a little (a miss each)."""
+    limit = opts.low_water if rewritten else opts.threshold
     memo = valid_memo(state, messages)
     if state is not None and state.retain_memo is not None and memo is None:
         state.retain_memo = None  # made on another history (a compaction, a rewind): void for good
     if memo is None:
         estimated = estimate_outbound_chars(messages)
-        if estimated <= opts.threshold:
+        if estimated <= limit:
             return StageResult(messages)
         keep = head_indices(messages)
         lower = 0
@@ -195,10 +213,8 @@ def apply_retain_tail_if_needed(
         keep = memo.keep
         estimated = estimate_outbound_chars(_assemble(messages, keep, memo.cut))
         lower = memo.cut + 1
-    over_count = len(messages) > opts.max_messages  # react-agent-mini's message cap, when over anyway
-    if memo is None or estimated > opts.threshold:
-        if over_count:
-            lower = max(lower, len(messages) - (opts.max_messages - len(keep) - 1))
+    # No message-count cap (react-agent-mini's max_messages): the cut is sized by the estimate alone.
+    if memo is None or estimated > limit:
         found = find_cut(messages, keep, lower, opts)
         if memo is not None and (found is None or not _worth_it(messages[memo.cut : found], estimated, opts)):
             found = None
@@ -207,8 +223,12 @@ def apply_retain_tail_if_needed(
     else:
         found = None
     cut = found if found is not None else memo.cut  # type: ignore[union-attr]
+    if memo is None and cut - len(with_user_messages(messages, keep, cut, user_keep_budget(opts))) <= 0:
+        return StageResult(messages)  # everything before the cut would be kept anyway
     if memo is None or memo.cut != cut:
-        keep = with_user_messages(messages, head_indices(messages) if memo is None else _base(memo.keep, messages), cut)
+        keep = with_user_messages(
+            messages, head_indices(messages) if memo is None else _base(memo.keep, messages), cut, user_keep_budget(opts)
+        )
     records = []
     if state is not None and (memo is None or memo.cut != cut):
         records.append(state.record_retain(RetainMemo(cut, keep, message_key(messages[cut]))))

@@ -57,6 +57,8 @@ class ContentReplacementState:
     cleared: dict[str, str] = field(default_factory=dict)
     # Stage 3's cut (how many history messages are omitted behind the kept task).
     retain_memo: RetainMemo | None = None
+    # The pipeline's previous call, reused by a call whose history only grew (transient, never a record).
+    last_call: Any = field(default=None, repr=False, compare=False)
 
     def record(self, stage: str, tool_use_id: str, replacement: str | None) -> dict[str, Any]:
         """Apply one decision and return its transcript record."""
@@ -80,6 +82,7 @@ class ContentReplacementState:
         """A compaction boundary: the history is new, so a cut counted on the old one is void.
         (Per-id decisions stay: tool_use ids are unique, a stale one matches nothing.)"""
         self.retain_memo = None
+        self.last_call = None
 
     def apply_record(self, rec: dict[str, Any]) -> None:
         stage, tid, replacement = rec.get("stage"), rec.get("id"), rec.get("replacement")
@@ -119,3 +122,4 @@ class ContentReplacementState:
         self.replacements.clear()
         self.cleared.clear()
         self.retain_memo = None
+        self.last_call = None
