@@ -652,6 +652,29 @@ def time_pipeline(script: Script) -> list[list[str]]:
 POLICIES = ("none", "mini", "cc", "ours")
 
 
+def calibration() -> None:
+    """The token estimate against reference counts (bench/data/token_calibration.json: texts counted with
+    Anthropic's published tokenizer, npm @anthropic-ai/tokenizer 0.0.4, the only one it published; the
+    live API's counts for Claude 4 models differ by a few percent). In the loop the estimate only covers
+    the messages after the last response, whose usage the API reports exactly."""
+    from services.tokens import text_units
+
+    data = json.loads((Path(__file__).parent / "data" / "token_calibration.json").read_text(encoding="utf-8"))
+    rows, errs, old_errs = [], [], []
+    for x in data:
+        ref = x["claude_tokens"]
+        est = text_units(x["text"]) / 4
+        old = len(x["text"]) / 4
+        errs.append(abs(est / ref - 1))
+        old_errs.append(abs(old / ref - 1))
+        rows.append([x["label"], f"{len(x['text']):,}", f"{ref:,}", f"{est:,.0f}", f"{100 * (est / ref - 1):+.0f}%",
+                     f"{100 * (old / ref - 1):+.0f}%"])
+    print("\n### Token estimate calibration (units / 4 vs the tokenizer's count)")
+    table(rows, ["sample", "chars", "tokens (tokenizer)", "estimate", "error", "error of chars/4"])
+    print(f"mean absolute error: {100 * statistics.mean(errs):.0f}% (chars/4: {100 * statistics.mean(old_errs):.0f}%); "
+          f"worst {100 * max(errs):.0f}% (chars/4: {100 * max(old_errs):.0f}%)")
+
+
 def row(policy: str, m: Metrics) -> list[str]:
     return [
         policy,
@@ -736,6 +759,7 @@ def main() -> int:
             table([row(p, m) for p, m in got.items()], HEAD)
             ok_all = verdict(f"160 calls, seed {seed}", got) and ok_all
     print(f"all targets: {'met' if ok_all else 'NOT met'}")
+    calibration()
     print("\n### Pipeline time per call on a 20 MB history")
     table(time_pipeline(build_script()), ["measure", "time", "ratio"])
     return 0

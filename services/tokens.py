@@ -1,7 +1,7 @@
 """Token accounting: a rough estimate, the canonical usage-anchored count, and an optional exact count.
 
 - `estimate_tokens(messages)`: units / 4 rounded up, where a unit is an ASCII character and a
-  non-ASCII one weighs more by script (`text_units`: CJK 4, Cyrillic 2.5, emoji 5.5); images and documents count 2000 tokens each
+  non-ASCII one weighs more by script (`text_units`: CJK 4, Cyrillic 1.9, emoji 5); images and documents count 2000 tokens each
   (never their base64 size); the content of a JSON file read by Read counts characters / 2.
 - `token_count_with_estimation(history)`: the last assistant message's real usage plus the estimate of
   every message after it, anchored at the first record of a response split into several records.
@@ -16,20 +16,33 @@ from typing import Any
 
 from services.messages import Message
 
-# Units per character beyond the first, per extra UTF-8 byte: a CJK character (3 bytes) is 1 + 2*1.5 = 4
-# units (one token), Cyrillic/Greek/accented Latin (2 bytes) 2.5, an emoji (4 bytes) 5.5. UTF-8 length
-# is the script class C computes for us (`str.encode` runs at memory speed; a per-character Python
-# loop would cost more than the request's json.dumps). Calibrated in bench/context_economy.py.
-EXTRA_BYTE_UNITS = 1.5
+# Units per character by script class (4 units ~ 1 token), measured with Anthropic's published tokenizer
+# on bench/data/token_calibration.json (bench/context_economy.py prints the error per sample):
+# ASCII ~4 characters a token; 2-byte scripts (Cyrillic, Greek, accented Latin) ~2; 3-byte ones (CJK,
+# kana, Hangul) ~1; 4-byte ones (emoji) ~0.8. Plain characters/4 undercounted CJK about fourfold.
+UNITS_2_BYTE = 1.9
+UNITS_3_BYTE = 4.0
+UNITS_4_BYTE = 5.0
 
 
 def text_units(text: str) -> int:
-    """Size of `text` in units (4 units ~ 1 token): its length when ASCII, weighted by script otherwise."""
+    """Size of `text` in units (4 units ~ 1 token): its length when ASCII, weighted by script otherwise.
+
+    The classes come from three C-speed encodes (no per-character Python loop, which would cost more
+    than the request's json.dumps): UTF-8 and UTF-16 lengths and the ASCII count give the number of
+    1-, 2-, 3- and 4-byte characters."""
     if text.isascii():
         return len(text)
     n = len(text)
-    extra = len(text.encode("utf-8", errors="surrogatepass")) - n
-    return n + int(extra * EXTRA_BYTE_UNITS + 0.5)
+    u8 = len(text.encode("utf-8", errors="surrogatepass"))
+    u16 = len(text.encode("utf-16-le", errors="surrogatepass"))
+    a = len(text.encode("ascii", errors="ignore"))
+    d = (u16 - 2 * n) // 2  # astral characters: 4 bytes in UTF-16
+    rest = u8 - a - 4 * d  # bytes of the 2- and 3-byte characters
+    bc = n - a - d  # how many of them
+    c = rest - 2 * bc  # each 3-byte character has one byte more than a 2-byte one
+    b = bc - c
+    return a + int(UNITS_2_BYTE * b + UNITS_3_BYTE * c + UNITS_4_BYTE * d + 0.5)
 
 
 IMAGE_TOKENS = 2000
