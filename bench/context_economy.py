@@ -738,6 +738,7 @@ def main() -> int:
         long = build_script(7)
         rows = []
         best: tuple[float, str] | None = None
+        best_both: tuple[float, str] | None = None
         for t, lw in SWEEP:
             name = f"ours@{t}/{lw}"
             a = asyncio.run(replay(short, name, Path(tmp) / "sweep"))
@@ -745,12 +746,18 @@ def main() -> int:
             share_a, share_b = a.read_tokens / a.tokens, b.read_tokens / b.tokens
             rows.append([f"{t:,}", f"{lw}%", f"{share_a:.3f}", str(a.breaks), f"${a.cost:.2f}",
                          f"{share_b:.3f}", str(b.breaks), f"${b.cost:.2f}", str(a.rereads + b.rereads)])
-            if share_a >= 0.93 and a.breaks <= a.calls / 15 and (best is None or a.cost + b.cost < best[0]):
-                best = (a.cost + b.cost, name)
+            if share_a >= 0.93 and a.breaks <= a.calls / 15:
+                if best is None or a.cost < best[0]:
+                    best = (a.cost, name)
+                if best_both is None or a.cost + b.cost < best_both[0]:
+                    best_both = (a.cost + b.cost, name)
         table(rows, ["threshold", "low-water", "60: share", "60: breaks", "60: cost", "160: share", "160: breaks",
                      "160: cost", "re-reads"])
-        print(f"cheapest setting meeting the 60-call target: {best[1] if best else 'none'} "
-              f"(default: {DEFAULT_THRESHOLD_CHARS:,}/{CompactOptions().micro_low_water_percent}%)")
+        print(f"meeting the 60-call target: cheapest on it {best[1] if best else 'none'}, cheapest over both replays "
+              f"{best_both[1] if best_both else 'none'} (default: {DEFAULT_THRESHOLD_CHARS:,}/"
+              f"{CompactOptions().micro_low_water_percent}%). A clearing pass costs one cache rewrite of the whole\n"
+              "request; a lower low-water mark makes passes rarer but clears results the model still uses (re-reads:\n"
+              "extra calls the cost column does not price).")
 
         print("\n### The 160-call session on several seeds")
         for seed in SEEDS:
