@@ -1,25 +1,26 @@
-"""Context economy: what the outbound pipeline costs and saves over a long scripted session.
+"""Context economy: what the outbound pipeline costs and saves over long scripted sessions.
 
-`python bench/context_economy.py` replays one scripted coding session (8 tasks, 150+ model calls; Read,
-Grep, Bash, Edit and Glob results built from the real files of this venv's site-packages, 200 B to
-120 KB each) through the real loop (QueryEngine -> query -> stages 0-3) with a scripted model, under
-three policies:
+`python bench/context_economy.py` replays scripted coding sessions (a 60-call one: 3 tasks; 160-call ones:
+8 tasks; Read, Grep, Bash, Edit and Glob results built from the real files of this venv's site-packages,
+16 B to 95 KB each) through the real loop (QueryEngine -> query -> stages 0-3) with a scripted model,
+under four policies:
 
   none   COMPACT=0: the whole history every call.
   mini   react-agent-mini's policy, implemented here: every result truncated at 4000 chars, then
          (over 80000 chars) "all compactable results but the last 5" re-derived and cleared on every
          call, then plain retain (last 40 messages, cut at a user text message).
-  ours   the real pipeline with default options (budget, recorded monotonic micro with a low-water
-         mark, retain that keeps the task; autocompact armed).
+  cc     Claude Code's policy (v2.1.88, ../shared/reference/context-anchors.md): spill at 50k / 200k per
+         message, no microcompact, autocompact at 167k tokens replacing the history with a summary, one
+         moving cache breakpoint.
+  ours   the real pipeline with default options and our cache-breakpoint placement.
 
 The model is a function of what it is sent: before an Edit it needs the file's content whole; when
 the file's last Read is no longer visible whole (cleared, truncated or dropped) it reads it again
-first (a simulated re-read, one extra call). Per request we measure its size (bytes / 4 = tokens) and
-the byte-identical prefix it shares with the previous request (what a prompt cache can serve).
-Cost: cache read 0.1x, cache write 1.25x of $3/MTok input; the uncached rest of each request is
-written to the cache (a breakpoint on the last message, as coding agents do). Output tokens excluded.
-
-Finally, the pipeline's own time per call on a 20 MB history, against json.dumps of the requests.
+first (a simulated re-read, one extra call). Every request goes through a block-level simulation of the
+prompt cache (entries written at breakpoints, found at a breakpoint or up to 20 blocks before one):
+cache read 0.1x, cache write 1.25x of $3/MTok input, the rest 1x; output tokens excluded. Also measured:
+cache breaks, the user's prompts missing from a request, a threshold / low-water sweep, and the token
+estimate's calibration against a tokenizer's counts.
 """
 
 from __future__ import annotations
@@ -33,13 +34,12 @@ import re
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, best_of, header, table  # noqa: E402
+from common import ROOT, header, table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -57,14 +57,12 @@ from services.compact.autocompact import (  # noqa: E402
 from services.compact.estimate import estimate_outbound_chars, result_chars  # noqa: E402
 from services.compact.micro import is_compactable_tool_name, placeholder_for  # noqa: E402
 from services.compact.options import DEFAULT_THRESHOLD_CHARS, CompactOptions  # noqa: E402
-from services.compact.pipeline import run_outbound_pipeline  # noqa: E402
 from services.compact.retain import COMPACT_BOUNDARY_TEXT  # noqa: E402
 from services.compact.state import ContentReplacementState  # noqa: E402
-from services.compact.types import PipelineEnv, StageResult  # noqa: E402
+from services.compact.types import StageResult  # noqa: E402
 from services.messages import (  # noqa: E402
     Message,
     is_user_text_message,
-    to_api,
     tool_result_block,
     tool_results,
     tool_use_index,
@@ -607,48 +605,6 @@ async def replay(script: Script, policy: str, home: Path) -> Metrics:
     return metrics
 
 
-# ---------------------------------------------------------------------------------------------
-# Pipeline time on a 20 MB history
-
-
-def big_history(script: Script, target: int = 20_000_000) -> list[Message]:
-    texts = list(script.reads.items())
-    history: list[Message] = [{"role": "user", "content": [{"type": "text", "text": "the task"}]}]
-    size, i = 0, 0
-    while size < target:
-        rel, text = texts[i % len(texts)]
-        tid = f"toolu_{i:06d}"
-        history.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": rel}}]})
-        history.append({"role": "user", "content": [tool_result_block(tid, text)]})
-        size += len(text)
-        i += 1
-    return history
-
-
-def time_pipeline(script: Script) -> list[list[str]]:
-    history = big_history(script)
-    state = ContentReplacementState()
-    opts = CompactOptions()
-    env = PipelineEnv(max_result_chars={"Read": math.inf})
-    first = run_outbound_pipeline(history, state, opts, env)  # the one-time clearing decisions
-
-    t_pipe = best_of(lambda: run_outbound_pipeline(history, state, opts, env))
-    t_first_state = ContentReplacementState()
-    t0 = time.perf_counter()
-    run_outbound_pipeline(history, t_first_state, opts, env)
-    t_first = time.perf_counter() - t0
-    t_json_full = best_of(lambda: json.dumps(to_api(history)), 3)
-    t_json_out = best_of(lambda: json.dumps(to_api(first.messages)))
-    mb = len(json.dumps(history)) / 1e6
-    return [
-        [f"history {mb:.1f} MB, {len(history)} messages", "", ""],
-        ["pipeline, steady call (decisions re-applied)", f"{t_pipe * 1000:.1f} ms", f"{t_pipe / t_json_full:.2f}x json.dumps(history)"],
-        [f"pipeline, first call (decides {len(t_first_state.cleared)} clears)", f"{t_first * 1000:.1f} ms", f"{t_first / t_json_full:.2f}x json.dumps(history)"],
-        ["json.dumps(whole history) (policy none's request)", f"{t_json_full * 1000:.1f} ms", "1.00x"],
-        ["json.dumps(outbound request)", f"{t_json_out * 1000:.1f} ms", f"pipeline = {t_pipe / t_json_out:.1f}x this"],
-    ]
-
-
 POLICIES = ("none", "mini", "cc", "ours")
 
 
@@ -767,8 +723,7 @@ def main() -> int:
             ok_all = verdict(f"160 calls, seed {seed}", got) and ok_all
     print(f"all targets: {'met' if ok_all else 'NOT met'}")
     calibration()
-    print("\n### Pipeline time per call on a 20 MB history")
-    table(time_pipeline(build_script()), ["measure", "time", "ratio"])
+    print("\nThe pipeline's own time per call (200 to 20000 messages): bench/bench_pipeline.py.")
     return 0
 
 
