@@ -253,12 +253,6 @@ def test_generated_sessions_keep_every_invariant(tmp_path_factory, steps, thresh
             s.try_autocompact()
         else:
             s.resume_check()
-    # What the session exercised (shown with --hypothesis-show-statistics).
-    kinds = {r.get("stage") for r in s.records if r.get("type") == "decision" and r.get("replacement") is not None}
-    kinds |= {"retain"} if any(r.get("stage") == "retain" for r in s.records) else set()
-    kinds |= {"compaction"} if any(r.get("type") == HISTORY_REPLACED_RECORD for r in s.records) else set()
-    for k in sorted(k for k in kinds if k):
-        event(k)
     s.resume_check()
     # What the session exercised (shown with --hypothesis-show-statistics).
     kinds = {r.get("stage") for r in s.records if r.get("type") == "decision" and r.get("replacement") is not None}
