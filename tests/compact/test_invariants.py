@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, event, given, settings
@@ -229,7 +230,8 @@ class Session:
             self.call()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+# INVARIANT_EXAMPLES=2000 for a longer hunt (the suite runs 150).
+@settings(max_examples=int(os.environ.get("INVARIANT_EXAMPLES", "150")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                                  HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(step_st, min_size=10, max_size=60), threshold=st.sampled_from([12_000, 30_000, 80_000]))
 def test_generated_sessions_keep_every_invariant(tmp_path_factory, steps, threshold):

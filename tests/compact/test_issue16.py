@@ -170,3 +170,39 @@ def test_cjk_counts_by_script():
     assert text_units("Привет") == 11  # 6 chars of a 2-byte script: 1.9 units (~0.5 token) each
     assert text_units("😀") == 5
     assert text_units("a中é😀") == 1 + 4 + 2 + 5
+
+
+async def test_compact_command_then_next_request_through_the_engine(tmp_path, monkeypatch):
+    """The reported bug end to end: a retain cut is recorded, /compact replaces the history, and the next
+    request (strict check on) carries the summary and no orphan; a resume after it sends the same bytes."""
+    from services.compact.autocompact import AutocompactContext, compact_now
+
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    compact = CompactOptions(threshold=40_000, autocompact=False)
+    model, requests = scripted(16, [9_000, 12_000])
+    engine = QueryEngine(EngineConfig(cwd=tmp_path, model="t", compact=compact, max_turns=200), [Reader(), Echo()],
+                         QueryDeps(model))
+    async for _ in engine.run_turn("Read a lot"):
+        pass
+    assert engine.replacement_state.retain_memo is not None
+
+    async def summariser(req):
+        yield reply("the summary")
+
+    res = await compact_now(list(engine.messages), AutocompactContext("", "t", summariser, compact, {}))
+    engine.replace_history(res.messages)
+    assert engine.replacement_state.retain_memo is None
+    model2, requests2 = scripted(0, [1])
+    engine.deps = QueryDeps(model2)
+    async for _ in engine.run_turn("next"):
+        pass
+    engine.close()
+    sent = requests2[0].messages
+    assert check_request(sent) == []
+    assert any("the summary" in json.dumps(m) for m in sent) and sent[-1]["content"][0]["text"] == "next"
+    loaded = load_transcript(engine.paths.transcript)
+    resumed = run_outbound_pipeline(loaded.messages, ContentReplacementState.from_records(loaded.records), compact,
+                                    PipelineEnv(spill_dir=engine.session_dir / "tool-results"))
+    live = run_outbound_pipeline(engine.messages, engine.replacement_state, compact,
+                                 PipelineEnv(spill_dir=engine.session_dir / "tool-results"))
+    assert json.dumps(to_api(resumed.messages)) == json.dumps(to_api(live.messages))
