@@ -45,6 +45,9 @@ class CompactOptions:
     micro_keep_recent: int = DEFAULT_MICRO_KEEP_RECENT
     micro_min_chars: int = DEFAULT_MICRO_MIN_CHARS
     micro_low_water_percent: int = DEFAULT_MICRO_LOW_WATER_PERCENT
+    # react-agent-mini's message cap for retain. Retain is now sized by the estimate alone (a short
+    # history over the threshold is cut, a long one under it is not); the field stays so that
+    # COMPACT_MAX_MESSAGES in an existing environment is still validated, but nothing reads it.
     max_messages: int = DEFAULT_MAX_MESSAGES
     autocompact: bool = True
     autocompact_percent: int = DEFAULT_AUTOCOMPACT_PERCENT

@@ -1,16 +1,18 @@
 """Stage 3: retain the tail, the last resort when micro could not get under the threshold.
 
 Re-estimates after stage 2: at or under the threshold it is a no-op ("what came before was enough, so
-nothing more is dropped"). Still over and longer than `max_messages`: the outbound copy becomes
+nothing more is dropped"). Still over (whatever the message count): the outbound copy becomes
 
     the head: after a compaction its boundary and summary; the task, i.e. the user's own first message
-    (by origin: injected @resource/hook/skill context before it is not the task and may be omitted)
+    (by origin: injected @resource/hook/skill context before it is not the task and may be omitted);
+    the user's own messages of the omitted stretch, verbatim (newest first, ~20k tokens)
     + one user text message `[N earlier messages omitted]`
     + the tail, starting at a user text message or at an assistant message whose tail orphans nothing,
 
-so no tool_result is ever orphaned. A cut goes down to the low-water mark (hysteresis: the next
-cut is many calls away, and consecutive requests keep sharing their prefix); each move is a `decision` record (stage `retain`)
-keyed by the anchor message's identity, so a resumed session omits the same messages, and a cut made
+so no tool_result is ever orphaned. A cut goes down to the low-water mark (hysteresis: the next cut
+is many calls away, and consecutive requests keep sharing their prefix); so does a cut in a call where
+micro rewrote the prefix but could not reach the mark (one cache miss instead of one per call). Each
+move is a `decision` record (stage `retain`) keyed by the anchor message's identity, so a resumed session omits the same messages, and a cut made
 on another history (any compaction) is never applied. History is never touched.
 """
 
