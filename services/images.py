@@ -8,6 +8,7 @@ the caller reports as text. The Read tool's limit is the one used everywhere.
 from __future__ import annotations
 
 import io
+import warnings
 
 MAX_IMAGE_BYTES = 3_750_000  # base64 grows by 4/3; the API's per-image limit is 5 MB encoded
 MAX_IMAGE_SIDE = 2000  # longest side sent; the API rejects larger than 8000 and scales down past ~1568
@@ -25,7 +26,9 @@ def fit_image(data: bytes, media_type: str) -> tuple[bytes, str]:
 
     Image.MAX_IMAGE_PIXELS = _MAX_PIXELS
     try:
-        img = Image.open(io.BytesIO(data))
+        with warnings.catch_warnings():  # the size check below is the guard; Pillow's warning is noise
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
         width, height = img.size
     except Image.DecompressionBombError:
         raise ImageError("the image claims too many pixels to decode safely") from None
