@@ -91,8 +91,9 @@ def _field_question(name: str, prop: dict[str, Any], required: bool) -> str:
     title = prop.get("title") or name
     desc = f" — {prop['description']}" if prop.get("description") else ""
     kind = prop.get("type", "string")
-    choices = prop.get("enum")
-    hint = f" [{' / '.join(map(str, choices))}]" if choices else ("" if kind == "string" else f" ({kind})")
+    choices = prop.get("enum") or (prop.get("items") or {}).get("enum")
+    many = " (comma-separated)" if kind == "array" else ""
+    hint = f" [{' / '.join(map(str, choices))}]{many}" if choices else ("" if kind == "string" else f" ({kind})")
     default = f" (default {prop['default']})" if "default" in prop else ""
     return f"{title}{desc}{hint}{default}{'' if required else ' (optional)'}: "
 
@@ -106,6 +107,14 @@ def _convert(raw: str, prop: dict[str, Any]) -> Any:
         if low in ("n", "no", "false", "0"):
             return False
         raise ValueError("answer yes or no")
+    if kind == "array":  # a multiple choice: comma-separated, each one of the items' enum when given
+        values = [v.strip() for v in raw.split(",") if v.strip()]
+        allowed = (prop.get("items") or {}).get("enum") or [
+            o.get("const") for o in (prop.get("items") or {}).get("anyOf") or [] if isinstance(o, dict)]
+        bad = [v for v in values if allowed and v not in [str(a) for a in allowed]]
+        if bad:
+            raise ValueError(f"choose from {', '.join(map(str, allowed))}")
+        return values
     if kind == "integer":
         return int(raw)
     if kind == "number":

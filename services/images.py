@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from typing import Any
 
 MAX_IMAGE_BYTES = 3_750_000  # base64 grows by 4/3; the API's per-image limit is 5 MB encoded
 MAX_IMAGE_SIDE = 2000  # longest side sent; the API rejects larger than 8000 and scales down past ~1568
@@ -20,24 +21,51 @@ class ImageError(Exception):
     """An image that cannot be made acceptable, with a one-line reason."""
 
 
+_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+
+
+def _open(data: bytes, lenient: bool) -> Any:
+    from PIL import Image, ImageFile
+
+    saved = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = lenient  # also skips bad checksums of ancillary PNG chunks
+    try:
+        with warnings.catch_warnings():  # the pixel check in fit_image is the guard; Pillow's warning is noise
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            img = Image.open(io.BytesIO(data))
+            if lenient:
+                img.load()
+        return img
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = saved
+
+
 def fit_image(data: bytes, media_type: str) -> tuple[bytes, str]:
-    """`(data, media_type)` unchanged when acceptable, else scaled and re-encoded; ImageError otherwise."""
+    """`(data, its real type)` when acceptable as sent, else scaled and re-encoded; ImageError otherwise.
+
+    The type is the one Pillow finds, not the one the server claims (the API rejects a mismatch); an image
+    Pillow reads only leniently (say, a PNG with a bad checksum in a metadata chunk) is re-encoded clean."""
     from PIL import Image
 
     Image.MAX_IMAGE_PIXELS = _MAX_PIXELS
+    clean = True
     try:
-        with warnings.catch_warnings():  # the size check below is the guard; Pillow's warning is noise
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            img = Image.open(io.BytesIO(data))
+        try:
+            img = _open(data, lenient=False)
+        except Image.DecompressionBombError:
+            raise
+        except Exception:  # noqa: BLE001 - Pillow raises many kinds for bad input
+            img, clean = _open(data, lenient=True), False
         width, height = img.size
     except Image.DecompressionBombError:
         raise ImageError("the image claims too many pixels to decode safely") from None
-    except Exception as exc:  # noqa: BLE001 - Pillow raises many kinds for bad input
+    except Exception as exc:  # noqa: BLE001
         raise ImageError(f"cannot decode the {media_type} image ({type(exc).__name__})") from None
     if width * height > _MAX_PIXELS:
         raise ImageError(f"the image claims {width}x{height} pixels, too many to decode safely")
-    if media_type in API_IMAGE_TYPES and len(data) <= MAX_IMAGE_BYTES and max(width, height) <= MAX_IMAGE_SIDE:
-        return data, media_type
+    actual = _FORMATS.get(img.format or "")
+    if clean and actual and len(data) <= MAX_IMAGE_BYTES and max(width, height) <= MAX_IMAGE_SIDE:
+        return data, actual
     try:
         img.load()
     except Exception as exc:  # noqa: BLE001

@@ -91,7 +91,17 @@ def blob_blocks(uri: str, blob: str, mime: str | None, sink: Sink) -> dict[str, 
     raw = _decode(blob)
     if raw is None:
         return text_block(f"[resource {uri}: invalid base64, not shown]")
+    if _is_text_type(mime) and len(raw) <= MAX_MENTION_CHARS:
+        try:  # text sent as a blob: shown as text when it is UTF-8
+            return text_block(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass
     return text_block(f"[resource {uri}] {sink.save(raw, mime)}")
+
+
+def _is_text_type(mime: str | None) -> bool:
+    base = (mime or "").split(";")[0].strip().lower()
+    return base.startswith("text/") or base in ("application/json", "application/xml", "application/yaml")
 
 
 def content_blocks(items: list[Any], sink: Sink) -> list[dict[str, Any]]:

@@ -420,3 +420,20 @@ async def test_a_changed_prompt_list_registers_the_new_slash_command(env: Env) -
             break
         await asyncio.sleep(0.05)
     assert router.get("changing:later").help == "MCP prompt: Added later."
+
+
+async def test_multiple_choice_fields_take_comma_separated_answers() -> None:
+    from types import SimpleNamespace as NS
+
+    answers = iter(["Rachel, Gunther", "Rachel, Joey"])
+    said: list[str] = []
+
+    async def ask_text(q: str) -> str | None:
+        return next(answers)
+
+    elicit = make_elicitation_handler(ask_text, said.append)
+    schema = {"type": "object", "properties": {
+        "friends": {"type": "array", "items": {"type": "string", "enum": ["Rachel", "Joey", "Ross"]}}}}
+    result = await elicit("srv", NS(mode="form", message="Pick", requestedSchema=schema))
+    assert (result.action, result.content) == ("accept", {"friends": ["Rachel", "Joey"]})
+    assert "Not accepted: choose from Rachel, Joey, Ross" in said

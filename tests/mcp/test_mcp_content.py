@@ -89,3 +89,30 @@ async def test_a_log_flood_stops_at_the_cap(tmp_path: Path) -> None:
     assert m._LOG_CAP < size < m._LOG_CAP + 10_000
     assert "the server's log messages are dropped" in s.log_path.read_text()
     await mgr.close()
+
+
+def test_the_real_type_is_sent_and_a_sloppy_png_is_re_encoded(tmp_path: Path) -> None:
+    jpeg = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(jpeg, "JPEG")
+    good = png(20, 20, "RGBA")
+    # A metadata chunk with a wrong checksum, as in the official "everything" server's logo.
+    bad_chunk = struct.pack(">I", 4) + b"tEXt" + b"a\0bc" + b"\0\0\0\0"
+    sloppy = good[:33] + bad_chunk + good[33:]
+    blocks = content_blocks([image(jpeg.getvalue(), "image/png"), image(sloppy), image(good)], Sink(tmp_path, "t"))
+    assert [b["source"]["media_type"] for b in blocks] == ["image/jpeg", "image/png", "image/png"]
+    assert base64.b64decode(blocks[0]["source"]["data"]) == jpeg.getvalue()  # mislabelled only: bytes kept
+    fixed = base64.b64decode(blocks[1]["source"]["data"])
+    assert fixed != sloppy and Image.open(io.BytesIO(fixed)).size == (20, 20)
+    assert base64.b64decode(blocks[2]["source"]["data"]) == good
+
+
+def test_text_sent_as_a_blob_is_shown_as_text(tmp_path: Path) -> None:
+    from services.mcp.content import resource_blocks
+
+    def blob(data: bytes, mime: str) -> NS:
+        return NS(uri="x://y", blob=base64.b64encode(data).decode(), mimeType=mime)
+
+    blocks = resource_blocks([blob("héllo".encode(), "text/plain"), blob(b"\xff\xfe", "text/plain"),
+                              blob(b"\x00\x01", "application/octet-stream")], Sink(tmp_path, "r"))
+    assert blocks[0]["text"] == "héllo"
+    assert "saved to" in blocks[1]["text"] and "saved to" in blocks[2]["text"]
