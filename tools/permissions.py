@@ -364,7 +364,7 @@ class PermissionGate:
             if self._allowed_by_env():
                 return Verdict(True)
         if self.ask is None:
-            return Verdict(False, REJECT_MESSAGE)
+            return Verdict(False, not_granted_message(tool, input, ctx))
         answer = await self.ask(PermissionRequest(tool, input, tool.describe(input), reason))
         if answer == "always":
             if not outside:
@@ -386,6 +386,17 @@ class PermissionGate:
             return (tool.name, bash_prefix_rule(value))
         rel, real = _path_candidates(ctx.resolve(value), ctx.project_root)
         return (tool.name, glob_escape(rel if rel is not None else real))
+
+
+def not_granted_message(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
+    """Claude Code's words for a call denied because nothing could ask the user (one-shot runs)."""
+    target = _target(tool, input)
+    if target is not None and target[0] == "path":
+        verb = "read from" if tool.is_read_only(input) else "write to"
+        return f"Claude requested permissions to {verb} {ctx.resolve(target[1])}, but you haven't granted it yet."
+    if target is not None and target[0] == "command":
+        return "This command requires approval"
+    return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 
 def _target(tool: Tool, input: dict[str, Any]) -> tuple[str, str] | None:

@@ -10,7 +10,13 @@ from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
 from tools.edit import EditTool
 from tools.grep import GrepTool
-from tools.permissions import REJECT_MESSAGE, PermissionGate, bash_prefix_rule, split_command
+from tools.permissions import (
+    REJECT_MESSAGE,
+    PermissionGate,
+    bash_prefix_rule,
+    not_granted_message,
+    split_command,
+)
 from tools.read import ReadTool
 from tools.write import WriteTool
 
@@ -85,12 +91,12 @@ async def test_gate_table(ctx, monkeypatch, mode, allowed, disallowed, ask_rules
     assert got == expected
     if got == "deny":
         assert REJECT_MESSAGE in verdict.message
-    # One-shot (no ask hook): whatever would ask is denied with exactly the reject message.
+    # One-shot (no ask hook): whatever would ask is denied with Claude Code's "not granted" text.
     oneshot = await PermissionGate(mode=mode, allowed_tools=allowed, disallowed_tools=disallowed,
                                    ask_tools=ask_rules).authorize(TOOLS[tool], input, ctx)
     assert oneshot.allowed == (expected == "allow")
     if expected == "ask":
-        assert oneshot.message == REJECT_MESSAGE and not oneshot.end_turn
+        assert oneshot.message == not_granted_message(TOOLS[tool], input, ctx) and not oneshot.end_turn
 
 
 async def test_user_deny_ends_the_turn(ctx) -> None:
@@ -137,3 +143,12 @@ def test_prefix_and_split_helpers() -> None:
     assert bash_prefix_rule("make && rm -rf x") == "make && rm -rf x"
     assert split_command("a && b | c; d 'e;f'") == (["a", "b", "c", "d 'e;f'"], False)
     assert split_command("echo $(whoami)")[1] is True
+
+
+def test_not_granted_message_words(ctx) -> None:
+    """Claude Code 2.1's one-shot denial texts (tests/fixtures/claude_code: denied_*_default_mode)."""
+    w = not_granted_message(TOOLS["Write"], {"file_path": "new.txt", "content": ""}, ctx)
+    assert w == f"Claude requested permissions to write to {ctx.resolve('new.txt')}, but you haven't granted it yet."
+    r = not_granted_message(TOOLS["Read"], {"file_path": "a.py"}, ctx)
+    assert r.startswith("Claude requested permissions to read from ")
+    assert not_granted_message(TOOLS["Bash"], {"command": "python3 x.py"}, ctx) == "This command requires approval"
