@@ -40,7 +40,7 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 Answer = Literal["once", "always", "deny"]
 
-FILE_EDIT_TOOLS = ("Edit", "Write")
+FILE_EDIT_TOOLS = ("Edit", "Write", "NotebookEdit")
 # A rule on the key tool also covers these (Claude Code's grouping).
 RULE_ALIASES = {"Edit": ("Edit", "Write"), "Read": ("Read", "Grep", "Glob")}
 # For "always allow" on Bash: commands whose second word is a sub-command.
