@@ -13,13 +13,11 @@ from tools.write import STATE_CURRENT
 DESCRIPTION = """Performs an exact string replacement in a file.
 
 Usage:
-- You must Read the file in this conversation before editing it, and it must not have changed since; otherwise the edit fails. Read it, then edit.
-- old_string must match the file's text exactly, including indentation and whitespace. Copy it from the Read output WITHOUT the line-number prefix (a number and a tab): only the text after the tab is the file's content.
-- The edit fails if old_string occurs more than once: add surrounding lines to make it unique, or set replace_all to true to change every occurrence (handy for renaming a variable).
-- new_string must differ from old_string. The file's line endings (LF or CRLF) are kept.
-- An empty old_string on a file that does not exist creates it with new_string.
-- new_string is limited to 100 KB per call.
-- Prefer Edit over Write for changing existing files, and over Bash tools like sed."""
+- Read the file first in this conversation; an edit of a file not read, or changed since, fails.
+- old_string is the file's exact text without Read's line-number prefix (the number and tab), indentation included.
+- The edit fails if old_string is not unique: add surrounding lines, or set replace_all to change every occurrence (e.g. to rename).
+- Line endings (LF or CRLF) are kept. new_string is limited to 100 KB.
+- Prefer Edit over Write for existing files, and over sed or awk through Bash."""
 
 
 def _normalise(text: str, strip_ws: bool) -> tuple[str, list[int], list[int]]:

@@ -12,14 +12,11 @@ from tools.fsutil import atomic_write, content_too_large
 # Claude Code's words after a successful write: the model need not Read the file back.
 STATE_CURRENT = "(file state is current in your context — no need to Read it back)"
 
-DESCRIPTION = """Writes a file to the local filesystem, replacing its whole content.
+DESCRIPTION = """Writes a file to the local filesystem, replacing its whole content (parent directories are created).
 
 Usage:
-- file_path may be absolute or relative to the current working directory; missing parent directories are created.
-- Overwriting an existing file requires that you Read it first in this conversation and that it has not changed since; otherwise the call fails. Read it, then write.
-- Prefer Edit for changing part of an existing file: it sends only the change and cannot lose unrelated text. Use Write for new files or complete rewrites.
-- content is written exactly as given (keep the file's line endings and a final newline if it had one).
-- Content is limited to 100 KB per call.
+- To overwrite an existing file, Read it first in this conversation; a file not read, or changed since, is refused.
+- Prefer Edit for changing part of a file. Use Write for new files or complete rewrites; content is limited to 100 KB.
 - Do not create documentation or README files unless asked to."""
 
 
