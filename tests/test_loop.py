@@ -332,9 +332,8 @@ async def test_one_shot_gate_denies_without_asking_and_the_loop_goes_on(cwd, mon
     assert terminal.reason == "completed"
     assert writer.calls == []
     (result,) = tool_results(engine.messages[2])
-    denied = f"Claude requested permissions to write to {cwd / 'a.txt'}, but you haven't granted it yet."
-    assert result["content"] == denied and result["is_error"]
-    assert model.requests[1].messages[-1]["content"][0]["content"] == denied
+    assert result["content"] == REJECT_MESSAGE and result["is_error"]
+    assert model.requests[1].messages[-1]["content"][0]["content"] == REJECT_MESSAGE
 
 
 async def test_unknown_tool_and_invalid_input_are_errors_and_the_loop_goes_on(cwd):

@@ -14,7 +14,7 @@ from tools.permissions import (
     REJECT_MESSAGE,
     PermissionGate,
     bash_prefix_rule,
-    not_granted_message,
+    headless_denial,
     split_command,
 )
 from tools.read import ReadTool
@@ -91,12 +91,12 @@ async def test_gate_table(ctx, monkeypatch, mode, allowed, disallowed, ask_rules
     assert got == expected
     if got == "deny":
         assert REJECT_MESSAGE in verdict.message
-    # One-shot (no ask hook): whatever would ask is denied with Claude Code's "not granted" text.
+    # One-shot (no ask hook): whatever would ask is denied with exactly the reject message.
     oneshot = await PermissionGate(mode=mode, allowed_tools=allowed, disallowed_tools=disallowed,
                                    ask_tools=ask_rules).authorize(TOOLS[tool], input, ctx)
     assert oneshot.allowed == (expected == "allow")
     if expected == "ask":
-        assert oneshot.message == not_granted_message(TOOLS[tool], input, ctx) and not oneshot.end_turn
+        assert oneshot.message == REJECT_MESSAGE and not oneshot.end_turn
 
 
 async def test_user_deny_ends_the_turn(ctx) -> None:
@@ -145,10 +145,10 @@ def test_prefix_and_split_helpers() -> None:
     assert split_command("echo $(whoami)")[1] is True
 
 
-def test_not_granted_message_words(ctx) -> None:
-    """Claude Code 2.1's one-shot denial texts (tests/fixtures/claude_code: denied_*_default_mode)."""
-    w = not_granted_message(TOOLS["Write"], {"file_path": "new.txt", "content": ""}, ctx)
+def test_headless_denial_words(ctx) -> None:
+    """Claude Code 2.1's `-p` denial texts (tests/fixtures/claude_code: denied_*_default_mode)."""
+    w = headless_denial(TOOLS["Write"], {"file_path": "new.txt", "content": ""}, ctx)
     assert w == f"Claude requested permissions to write to {ctx.resolve('new.txt')}, but you haven't granted it yet."
-    r = not_granted_message(TOOLS["Read"], {"file_path": "a.py"}, ctx)
+    r = headless_denial(TOOLS["Read"], {"file_path": "a.py"}, ctx)
     assert r.startswith("Claude requested permissions to read from ")
-    assert not_granted_message(TOOLS["Bash"], {"command": "python3 x.py"}, ctx) == "This command requires approval"
+    assert headless_denial(TOOLS["Bash"], {"command": "python3 x.py"}, ctx) == "This command requires approval"
