@@ -48,7 +48,7 @@ _JSON_TYPES = {bool: "boolean", int: "number", float: "number", str: "string", l
                type(None): "null"}
 
 
-def _issue(error: jsonschema.ValidationError) -> str:
+def _issue(error: Any) -> str:  # a jsonschema.ValidationError (jsonschema is imported lazily)
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required" and isinstance(error.validator_value, list):
         missing = [f for f in error.validator_value if isinstance(error.instance, dict) and f not in error.instance]
