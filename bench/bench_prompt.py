@@ -3,7 +3,7 @@ Claude Code's (from tests/fixtures/claude_code/, recorded from the real binary).
 
 Tokens are estimated as characters / 4 on both sides (services/tokens' ratio for prose); the exact count
 needs the API's count_tokens. Our prompt is built in a fresh git repository with no project context, no
-memory and no skills: the floor every session pays. Claude Code's prompt is the three `system` blocks of a
+memory and no skills: the floor every session pays, with the tools the engine really offers (the Agent tool included). Claude Code's prompt is the three `system` blocks of a
 `-p` run (it also sends a ~6 KB `role: system` message listing its agents and skills, not counted here).
 """
 
@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 from common import ROOT, header  # noqa: F401 (ROOT puts the project on sys.path)
 
-from agent.context import build_system_prompt
-from tools.registry import default_tools
+from agent.app import AppOptions, build_engine
+from agent.deps import QueryDeps
+from agent.model.scripted import ScriptedModel
+from services.config import Settings
 
 FIXTURES = ROOT / "tests" / "fixtures" / "claude_code"
 
@@ -31,12 +34,15 @@ def main() -> None:
     header("System prompt and tool schemas vs Claude Code (tokens ~ chars / 4)")
     with tempfile.TemporaryDirectory() as d:
         subprocess.run(["git", "init", "-q", d], check=True)
-        prompt = build_system_prompt(Path(d))
+        os.environ["AGENT_HOME"] = str(Path(d) / ".home")  # nothing of the user's settings or skills
+        engine = build_engine(AppOptions(cwd=Path(d), settings=Settings()), deps=QueryDeps(ScriptedModel([])))
+        prompt = engine.config.system_prompt
+        offered = [t.to_api() for t in engine.tools]
     system = json.loads((FIXTURES / "system.json").read_text())["blocks"]
     shape = json.loads((FIXTURES / "request_shape.json").read_text())
     cc_tools = json.loads((FIXTURES / "tools.json").read_text())["tools"]
     version = (FIXTURES / "version.txt").read_text().strip()
-    ours = {t.name: len(json.dumps(t.to_api(), ensure_ascii=False)) for t in default_tools()}
+    ours = {t["name"]: len(json.dumps(t, ensure_ascii=False)) for t in offered}
     cc_system = sum(b["chars"] for b in system)
     rows = [("system prompt", len(prompt), cc_system)]
     for name in sorted(set(ours) | set(cc_tools)):
