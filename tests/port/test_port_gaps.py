@@ -152,9 +152,9 @@ async def test_compact_reports_a_change(proj: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("CONTEXT_WINDOW_TOKENS", "64000")
     model = ScriptedModel([reply("Short summary.")])
     ctx, buf = _ctx(proj, model)
-    for i in range(3):
-        ctx.engine.append_message(user_message(f"question {i} " + "x" * 40_000))
-        ctx.engine.append_message(assistant_message([text_block(f"answer {i}")]))
+    for i in range(6):
+        ctx.engine.append_message(user_message(f"question {i}"))
+        ctx.engine.append_message(assistant_message([text_block(f"answer {i} " + "x" * 20_000)]))
     await ctx.router.dispatch("/compact", ctx)
     out = buf.getvalue()
     assert re.search(r"Compacted the conversation \(ctx ~\d+% -> ctx ~\d+%\)\.", out) and "unchanged" not in out, out
