@@ -30,6 +30,7 @@ def build_engine(
 ) -> QueryEngine:
     from services.hooks.command import CommandHooks
     from services.skills import discover_skills
+    from services.thinking import options_from
     from tools.agent_tool import AgentTool
     from tools.skill import SkillTool
 
@@ -54,6 +55,11 @@ def build_engine(
         max_tokens=settings.max_tokens,
         system_prompt="",
         compact=CompactOptions.from_env(),
+        # Extended thinking (issue 17): MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
+        thinking=options_from(
+            [home / "settings.json", opts.cwd / ".agents" / "settings.json", opts.cwd / ".claude" / "settings.json"],
+            effort=settings.effort,
+        ),
     )
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]

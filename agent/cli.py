@@ -67,6 +67,9 @@ def run(
         list[str] | None, typer.Option("--disallowedTools", help="Deny rule, e.g. 'Bash(rm:*)'.")
     ] = None,
     cwd: Annotated[Path | None, typer.Option("--cwd", "-C", help="Work in this directory.")] = None,
+    effort: Annotated[
+        str | None, typer.Option("--effort", help="Effort level for the session (low, medium, high, xhigh, max).")
+    ] = None,
     mock: Annotated[bool, typer.Option("--mock", help="Use the offline mock model (no key, no network).")] = False,
     continue_: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the most recent session of this project.")
@@ -94,12 +97,24 @@ def run(
     except ConfigError as exc:
         fail(str(exc))
     if model:
-        settings.model = model
+        from services.models import resolve_model
+
+        settings.model = resolve_model(model)
     if max_turns:
         settings.max_turns = max_turns
+    if effort is not None:
+        from services.thinking import EFFORTS
+
+        if effort not in EFFORTS:
+            fail(f"--effort must be one of {', '.join(EFFORTS)}, got {effort!r}", EXIT_USAGE)
+        settings.effort = effort
     if mock:
         settings.mock = True
         os.environ["QUERY_MOCK"] = "1"
+    if settings.mock:
+        from services.models import MOCK_MODEL
+
+        settings.model = MOCK_MODEL  # the offline model reports itself, and costs nothing
 
     text = " ".join(prompt or []).strip()
     interactive = not print_mode and not text and sys.stdin.isatty()

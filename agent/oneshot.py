@@ -12,8 +12,10 @@ from typing import Any
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from services.events import (
+    ONE_SHOT_OUTCOMES,
     AssistantEvent,
     NoticeEvent,
+    RetryEvent,
     Terminal,
     TextDeltaEvent,
     ToolEndEvent,
@@ -23,13 +25,9 @@ from services.events import (
 )
 from services.messages import message_text
 
-EXIT_CODES = {"completed": 0, "error": 1, "max_turns": 3, "aborted": 130}
-SUBTYPES = {
-    "completed": "success",
-    "max_turns": "error_max_turns",
-    "error": "error_during_execution",
-    "aborted": "error_interrupted",
-}
+# Subtype and exit code of every way a turn ends: the one table in services/events.py.
+EXIT_CODES = {reason: code for reason, (_, code) in ONE_SHOT_OUTCOMES.items()}
+SUBTYPES = {reason: subtype for reason, (subtype, _) in ONE_SHOT_OUTCOMES.items()}
 
 
 def _json_line(obj: dict[str, Any]) -> None:
@@ -40,7 +38,6 @@ def _json_line(obj: dict[str, Any]) -> None:
 class OneShotPrinter:
     def __init__(self, fmt: str):
         self.fmt = fmt
-        self.streamed_any = False
         self.last_text = ""
 
     def event(self, ev: Any) -> None:
@@ -54,27 +51,18 @@ class OneShotPrinter:
             self._text(ev)
 
     def _text(self, ev: Any) -> None:
-        if isinstance(ev, TextDeltaEvent):
-            sys.stdout.write(ev.text)
-            sys.stdout.flush()
-            self.streamed_any = True
-        elif isinstance(ev, AssistantEvent):
-            if self.streamed_any:
-                sys.stdout.write("\n")
+        # Text output is each complete reply's text (never its thinking), printed when the reply is
+        # complete: a retried call's partial text never reaches stdout, so nothing shows twice.
+        if isinstance(ev, AssistantEvent):
+            text = message_text(ev.message)
+            if text:
+                sys.stdout.write(text + "\n")
                 sys.stdout.flush()
-            elif message_text(ev.message):
-                sys.stdout.write(message_text(ev.message) + "\n")
-            self.streamed_any = False
         elif isinstance(ev, ToolStartEvent):
             sys.stderr.write(f"[tool] {_label(ev.name, ev.input)}\n")
         elif isinstance(ev, ToolEndEvent) and not ev.ok:
             sys.stderr.write(f"[tool] {ev.name} error: {ev.error or ev.summary}\n")
         elif isinstance(ev, NoticeEvent):
-            if ev.kind == "retry" and self.streamed_any:
-                # The failed attempt's text is already out: the retried answer starts on a new line.
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-                self.streamed_any = False
             sys.stderr.write(f"[{ev.kind}] {ev.text}\n")
         sys.stderr.flush()
 
@@ -98,6 +86,9 @@ class OneShotPrinter:
             )
         elif isinstance(ev, NoticeEvent):
             _json_line({"type": "notice", "kind": ev.kind, "text": ev.text})
+        elif isinstance(ev, RetryEvent):
+            # Deltas streamed since the last assistant message belong to a discarded attempt.
+            _json_line({"type": "retry", "attempt": ev.attempt, "reason": ev.reason, "discard_partial": True})
 
 
 def _label(name: str, input: dict[str, Any]) -> str:
@@ -109,15 +100,19 @@ def _label(name: str, input: dict[str, Any]) -> str:
 
 
 def result_object(terminal: Terminal, engine: Any, result: str) -> dict[str, Any]:
+    # A reply cut at max_tokens keeps its text as the result; the subtype says it is incomplete.
+    keep_text = terminal.reason in ("completed", "max_tokens") and result
     return {
         "type": "result",
         "subtype": SUBTYPES[terminal.reason],
         "is_error": terminal.reason != "completed",
         "num_turns": terminal.turns,
-        "result": result if terminal.reason == "completed" else (terminal.error or result),
+        "result": result if keep_text or terminal.reason == "completed" else (terminal.error or result),
+        "stop_reason": terminal.stop_reason,
         "session_id": engine.session_id,
         "total_cost_usd": round(engine.usage.cost(engine.config.model), 6),
         "usage": engine.usage.as_dict(),
+        "modelUsage": engine.usage.model_usage(),
     }
 
 
@@ -183,8 +178,10 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
             sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
         else:
             _json_line(obj)
-    if terminal.reason == "error":
+    if terminal.reason in ("error", "refusal", "context_window_exceeded"):
         sys.stderr.write(f"error: {terminal.error}\n")
+    elif terminal.reason == "max_tokens":
+        sys.stderr.write(f"warning: {terminal.error}\n")
     elif terminal.reason == "max_turns":
         sys.stderr.write(f"Stopped: reached the turn limit ({opts.settings.max_turns}); raise it with --max-turns.\n")
     elif terminal.reason == "aborted":

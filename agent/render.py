@@ -25,8 +25,10 @@ from rich.text import Text
 from services.events import (
     AssistantEvent,
     NoticeEvent,
+    RetryEvent,
     Terminal,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolEndEvent,
     ToolStartEvent,
 )
@@ -159,12 +161,15 @@ class Renderer:
         self.shown_diffs: set[str] = set()  # fingerprints whose diff was shown in a permission question
         # True while the front end asks the user something: no live region may redraw meanwhile.
         self.asking = False
+        self._thinking_open = False  # a dimmed thinking section is being printed
+        self._thinking_buf = ""
 
     # -- text --------------------------------------------------------------------------------
     def _markdown(self, text: str) -> Markdown:
         return Markdown(text, code_theme="monokai")
 
     def _text_delta(self, delta: str) -> None:
+        self._end_thinking()
         self._stop_tools_live()
         if not self.live_enabled or self.asking:
             self.console.file.write(delta)
@@ -195,8 +200,26 @@ class Renderer:
         self._blocks += 1
         self.console.print(self._markdown(text))
 
+    def _thinking_delta(self, delta: str) -> None:
+        # Thinking is shown dimmed and apart from the answer; a line at a time keeps it compact.
+        if not self._thinking_open:
+            self.end_text()
+            self.console.print(Text("✻ Thinking…", style="dim italic"))
+            self._thinking_open = True
+        self._thinking_buf += delta
+        *lines, self._thinking_buf = self._thinking_buf.split("\n")
+        for line in lines:
+            if line.strip():
+                self.console.print(Text(f"  {line}", style="dim"))
+
+    def _end_thinking(self) -> None:
+        if self._thinking_open and self._thinking_buf.strip():
+            self.console.print(Text(f"  {self._thinking_buf}", style="dim"))
+        self._thinking_open, self._thinking_buf = False, ""
+
     def end_text(self) -> None:
         """The streamed reply is complete: print what is left for good, once."""
+        self._end_thinking()
         if self._text_live is not None:
             self._text_live.update(Text(""), refresh=True)
             self._text_live.stop()
@@ -281,9 +304,25 @@ class Renderer:
         self.pause()
         self.console.print(Text(text, style=style))
 
+    def discard_text(self) -> None:
+        """A retried model call: the partial reply still in the live region is dropped, not printed."""
+        if self._text_live is not None:
+            self._text_live.update(Text(""), refresh=True)
+            self._text_live.stop()
+            self._text_live = None
+        self._buffer = ""
+        if self._printed_plain:
+            self.console.file.write("\n")
+            self.console.file.flush()
+            self._printed_plain = False
+
     def event(self, ev: Any) -> None:
         if isinstance(ev, TextDeltaEvent):
             self._text_delta(ev.text)
+        elif isinstance(ev, ThinkingDeltaEvent):
+            self._thinking_delta(ev.text)
+        elif isinstance(ev, RetryEvent):
+            self.discard_text()
         elif isinstance(ev, AssistantEvent):
             self.end_text()
         elif isinstance(ev, ToolStartEvent):
@@ -306,12 +345,17 @@ class Renderer:
         elif ev.reason == "error":
             first = (ev.error or "error").strip().splitlines()
             self.console.print(Text(f"Error: {first[0] if first else 'error'}", style="bold red"))
+        elif ev.reason in ("refusal", "context_window_exceeded"):
+            self.console.print(Text(ev.error, style="bold red"))
+        elif ev.reason == "max_tokens":
+            self.console.print(Text(ev.error, style="yellow"))
         elif ev.reason == "max_turns":
             self.console.print(
                 Text(f"Stopped: reached the turn limit ({ev.turns} model calls).", style="yellow")
             )
 
     def close(self) -> None:
+        self._end_thinking()
         self.end_text()
         self._running.clear()
         self._stop_tools_live()

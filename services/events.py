@@ -7,12 +7,45 @@ from typing import Any, Literal
 
 from services.messages import Message
 
-TerminalReason = Literal["completed", "max_turns", "aborted", "error"]
+TerminalReason = Literal[
+    "completed", "max_turns", "aborted", "error", "refusal", "max_tokens", "context_window_exceeded"
+]
+
+# How each way a turn ends shows in one-shot output: (result subtype, exit code). The front ends read
+# this one table (README, "Exit codes"). `max_tokens`: the reply was cut at the output limit (its text
+# is kept); `refusal`: the model declined (stop_reason refusal); `context_window_exceeded`: still too
+# long after one compaction.
+ONE_SHOT_OUTCOMES: dict[str, tuple[str, int]] = {
+    "completed": ("success", 0),
+    "error": ("error_during_execution", 1),
+    "refusal": ("error_refusal", 1),
+    "context_window_exceeded": ("error_context_window", 1),
+    "max_turns": ("error_max_turns", 3),
+    "max_tokens": ("error_max_tokens", 4),
+    "aborted": ("error_interrupted", 130),
+}
 
 
 @dataclass
 class TextDeltaEvent:
     text: str
+
+
+@dataclass
+class ThinkingDeltaEvent:
+    """Thinking text as it streams: shown dimmed in the REPL, omitted from text output."""
+
+    text: str
+
+
+@dataclass
+class RetryEvent:
+    """The model call is being made again: text streamed since the last AssistantEvent belongs to a
+    discarded attempt, and front ends that showed it clear it (or never showed it)."""
+
+    attempt: int
+    delay: float
+    reason: str
 
 
 @dataclass
@@ -79,10 +112,13 @@ class Terminal:
     reason: TerminalReason
     turns: int
     error: str = ""
+    stop_reason: str | None = None  # the last response's stop_reason, when there was one
 
 
 Event = (
     TextDeltaEvent
+    | ThinkingDeltaEvent
+    | RetryEvent
     | AssistantEvent
     | ToolStartEvent
     | ToolEndEvent
