@@ -228,6 +228,7 @@ class Renderer:
             self._print_block(self._buffer)
         self._buffer = ""
         self._blocks = 0
+        self._last_refresh = 0.0  # the next reply's first words show at once, not after the throttle
         if self._printed_plain:
             self.console.file.write("\n")
             self.console.file.flush()

@@ -48,8 +48,12 @@ class Usage:
     # Usage added without a model (old transcripts): priced at cost() time with the given model.
     unattributed: dict[str, int] = field(default_factory=dict)
 
-    def add(self, usage: dict[str, int] | None, model: str | None = None, requests: int = 1) -> None:
+    def add(self, usage: dict[str, int] | None, model: str | None = None, requests: int | None = None) -> None:
         """One response's usage (or, with `requests`, a roll-up of several, e.g. a sub-agent's)."""
+        if requests is None:
+            if not usage:  # a reply without usage (scripted, mock) is not a billed request
+                return
+            requests = 1
         if not usage and not requests:
             return
         usage = usage or {}
