@@ -47,6 +47,7 @@ class EngineConfig:
     system_prompt: str = ""
     compact: CompactOptions = field(default_factory=CompactOptions)
     thinking: ThinkingOptions | None = None
+    server_tools: list[str] = field(default_factory=list)
 
 
 class QueryEngine:
@@ -219,6 +220,7 @@ class QueryEngine:
             replacement_state=self.replacement_state,
             autocompact_state=self.autocompact_state,
             thinking=self.config.thinking,
+            server_tools=list(self.config.server_tools),
         )
         terminal: Terminal | None = None
         try:

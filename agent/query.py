@@ -44,6 +44,7 @@ from services.messages import (
 from services.model_types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta, ThinkingDelta
 from services.models import default_max_tokens, max_output_tokens
 from services.scrub import scrub
+from services.server_tools import replaced_client_tools, server_tool_specs
 from services.thinking import ThinkingOptions, thinking_request
 from services.trace import trace
 from tools.base import Tool, ToolContext
@@ -68,6 +69,7 @@ class QueryParams:
     replacement_state: ContentReplacementState = field(default_factory=ContentReplacementState)
     autocompact_state: dict = field(default_factory=dict)
     thinking: ThinkingOptions | None = None
+    server_tools: list[str] = field(default_factory=list)  # names from services/server_tools.py
 
 
 class _Aborted(Exception):
@@ -132,7 +134,9 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
     messages = list(params.messages)
     ctx = params.tool_context
     tools = {t.name: t for t in params.tools}
-    tool_specs = [t.to_api() for t in params.tools]
+    # Server tools (web_search / web_fetch run by the API) replace their client-side counterparts.
+    replaced = replaced_client_tools(params.server_tools)
+    tool_specs = [t.to_api() for t in params.tools if t.name not in replaced] + server_tool_specs(params.server_tools)
     env = _pipeline_env(params.tools, ctx)
     runner = ToolRunner(tools, ctx, params.gate, params.hooks)
     stop_hook_active = False

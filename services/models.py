@@ -14,12 +14,14 @@ December 2026; `mock` is the offline model and costs nothing.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 Thinking = Literal["none", "budget", "adaptive", "adaptive_only"]
 
 LONG_CONTEXT_THRESHOLD = 200_000
+_VERSION_TAIL = re.compile(r"-\d{1,2}(?:$|[-@:.])")
 MOCK_MODEL = "mock"
 
 
@@ -112,7 +114,8 @@ def lookup(model: str) -> ModelInfo | None:
     for id, info in CATALOG.items():
         if base.startswith(id) and (best is None or len(id) > len(best.id)):
             rest = base[len(id) :]
-            if rest == "" or rest[0] in "-@:":
+            # `-20250514`, `-v1:0`, `@2025...` are forms of this id; `-5` or `-50` is another version.
+            if rest == "" or (rest[0] in "-@:" and not _VERSION_TAIL.match(rest)):
                 best = info
     return best
 

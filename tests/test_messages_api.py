@@ -247,3 +247,36 @@ async def test_usage_is_priced_by_the_model_that_produced_it(fake_env, workdir):
     await turn(e, "b")
     assert e.usage.cost("claude-opus-4-1") == pytest.approx(1.0 + 15.0)
     assert set(e.usage.model_usage()) == {"claude-haiku-4-5", "claude-opus-4-1"}
+
+
+# -- server tools offered by setting --------------------------------------------------------------------
+async def test_server_web_tools_replace_the_client_ones_when_enabled(fake_env, workdir):
+    from tools.web_fetch import WebFetchTool
+    from tools.web_search import WebSearchTool
+
+    fake_env.text("ok")
+    cfg = EngineConfig(cwd=workdir, model=MODEL, server_tools=["web_search", "web_fetch"])
+    e = QueryEngine(cfg, [EchoTool(), WebFetchTool(), WebSearchTool()], QueryDeps(AnthropicModel()))
+    await turn(e, "search")
+    req = fake_env.requests[0]
+    names = [t["name"] for t in req.body["tools"]]
+    assert "WebSearch" not in names and "WebFetch" not in names
+    assert {"web_search", "web_fetch"} <= set(names)
+    assert "web-fetch-2025-09-10" in req.headers.get("anthropic-beta", "")
+
+
+def test_server_tools_setting_errors_name_the_file_and_field(tmp_path, monkeypatch):
+    from services.config import ConfigError
+    from services.server_tools import enabled_server_tools
+
+    monkeypatch.delenv("AGENT_SERVER_TOOLS", raising=False)
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"serverTools": ["web_search", "rm_rf"]}))
+    with pytest.raises(ConfigError, match="settings.json: field 'serverTools'.*rm_rf"):
+        enabled_server_tools([path])
+    path.write_text(json.dumps({"serverTools": "web_search"}))
+    with pytest.raises(ConfigError, match="must be a list"):
+        enabled_server_tools([path])
+    path.write_text(json.dumps({"serverTools": ["web_search"]}))
+    assert enabled_server_tools([path]) == ["web_search"]
+    assert enabled_server_tools([tmp_path / "missing.json"]) == []

@@ -27,6 +27,7 @@ from services.model_types import (
     ThinkingDelta,
 )
 from services.scrub import scrub
+from services.server_tools import betas_for
 from services.trace import trace
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -251,11 +252,14 @@ class AnthropicModel:
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = tools
+        betas = betas_for(tools)
         if request.thinking:
             kwargs["thinking"] = request.thinking
             if request.thinking.get("type") == "enabled" and tools:
                 # Thinking between tool calls (adaptive thinking interleaves without the header).
-                kwargs["extra_headers"] = {"anthropic-beta": INTERLEAVED_THINKING_BETA}
+                betas.append(INTERLEAVED_THINKING_BETA)
+        if betas:
+            kwargs["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         if request.output_config:
             kwargs["output_config"] = request.output_config
         return kwargs
