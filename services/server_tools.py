@@ -32,7 +32,7 @@ def enabled_server_tools(settings_paths: list[Path]) -> list[str]:
     raw = os.environ.get(ENV)
     names: list[str] = []
     source = f"environment variable {ENV}"
-    if raw is not None:
+    if raw and raw.strip():
         names = [n.strip() for n in raw.split(",") if n.strip()]
     else:
         for path in settings_paths:
