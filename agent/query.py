@@ -326,7 +326,9 @@ def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[str, str] |
     turn completes normally (end_turn, stop_sequence)."""
     stop = response.stop_reason
     if stop == "refusal":
-        return "refusal", REFUSAL
+        details = response.stop_details or {}
+        why = "; ".join(str(details[k]) for k in ("category", "explanation") if details.get(k))
+        return "refusal", f"{REFUSAL[:-1]} ({why})." if why else REFUSAL
     if stop == "model_context_window_exceeded":
         return "context_window_exceeded", CONTEXT_EXCEEDED
     if stop == "max_tokens" and response.cut_tool_use:

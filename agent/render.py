@@ -312,10 +312,15 @@ class Renderer:
             self._text_live.stop()
             self._text_live = None
         self._buffer = ""
-        if self._printed_plain:
-            self.console.file.write("\n")
-            self.console.file.flush()
-            self._printed_plain = False
+        if self._blocks or self._printed_plain:
+            # Paragraphs already printed for good cannot be taken back: say they are void.
+            if self._printed_plain:
+                self.console.file.write("\n")
+                self.console.file.flush()
+            self.console.print(Text("↻ the reply above was cut off; it is asked for again", style="dim"))
+        self._blocks = 0
+        self._printed_plain = False
+        self._last_refresh = 0.0
 
     def event(self, ev: Any) -> None:
         if isinstance(ev, TextDeltaEvent):

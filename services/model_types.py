@@ -56,6 +56,8 @@ class ModelResponse:
     usage: dict[str, int] = field(default_factory=dict)
     # stop_reason max_tokens inside a tool call: the half-written call was removed from `message`.
     cut_tool_use: bool = False
+    # The API's explanation of the stop, when it sends one (a refusal's category and explanation).
+    stop_details: dict[str, Any] | None = None
 
 
 class ModelError(Exception):

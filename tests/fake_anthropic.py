@@ -95,6 +95,7 @@ class Step:
     usage: dict[str, int] = field(default_factory=dict)
     output_tokens: int = 7
     stop_reason: str | None = None
+    stop_details: dict[str, Any] | None = None  # sent in message_delta beside stop_reason
     fragment: int = 4
     # Faults inside a stream.
     error_type: str | None = None  # an `error` event instead of the blocks (after message_start)
@@ -384,8 +385,11 @@ class FakeAnthropic:
                 h.wfile.flush()
                 return
             stop = step.stop_reason or ("tool_use" if any(b.kind == "tool_use" for b in step.blocks) else "end_turn")
+            delta: dict[str, Any] = {"stop_reason": stop, "stop_sequence": None}
+            if step.stop_details is not None:
+                delta["stop_details"] = step.stop_details
             send("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": stop, "stop_sequence": None},
+                                   "delta": delta,
                                    "usage": {"output_tokens": step.output_tokens}})
             send("message_stop", {"type": "message_stop"})
             h.wfile.write(b"0\r\n\r\n")

@@ -148,11 +148,14 @@ async def test_two_text_blocks_do_not_run_together(fake_env, workdir):
 
 # -- stop reasons -------------------------------------------------------------------------------------
 async def test_refusal_is_an_error_outcome_and_no_empty_message_is_stored(fake_env, workdir):
-    fake_env.reply(stop_reason="refusal")
+    # As the API sends it: an empty text block, then stop_reason refusal with stop_details.
+    fake_env.reply("", stop_reason="refusal",
+                   stop_details={"type": "refusal", "category": "cyber", "explanation": "Refused by policy."})
     fake_env.text("Hello again.")
     e = engine(workdir)
     _, terminal = await turn(e, "something refused")
     assert terminal.reason == "refusal" and "declined" in terminal.error
+    assert "cyber; Refused by policy." in terminal.error
     assert [m["role"] for m in e.messages] == ["user"]
     _, terminal = await turn(e, "hello")
     assert terminal.reason == "completed"

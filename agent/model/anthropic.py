@@ -101,6 +101,7 @@ class _Accumulator:
         self.partial_json: dict[int, str] = {}
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
+        self.stop_details: dict[str, Any] | None = None
         self.model: str | None = None
         self.started = False
         self.finished = False
@@ -169,7 +170,8 @@ class _Accumulator:
         # Drop empty text blocks: the API rejects them when the history is sent back.
         blocks = [b for b in blocks if not (b.get("type") == "text" and not b.get("text") and not b.get("citations"))]
         message = assistant_message(blocks, usage=dict(self.usage))  # type: ignore[arg-type]
-        return ModelResponse(message, self.stop_reason, dict(self.usage), cut_tool_use=cut)
+        return ModelResponse(message, self.stop_reason, dict(self.usage), cut_tool_use=cut,
+                             stop_details=self.stop_details)
 
 
 class AnthropicModel:
@@ -297,6 +299,7 @@ class AnthropicModel:
                         acc.stop_block(event.index)
                     elif kind == "message_delta":
                         acc.stop_reason = event.delta.stop_reason
+                        acc.stop_details = _plain(getattr(event.delta, "stop_details", None))
                         acc.usage.update(_usage(event.usage))
                     elif kind == "message_stop":
                         acc.finished = True
@@ -317,6 +320,13 @@ class AnthropicModel:
                 "nothing from the partial reply was run."
             )
         yield acc.response()
+
+
+def _plain(value: Any) -> dict[str, Any] | None:
+    """A dict from an SDK model or a dict (newer fields arrive as either), else None."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", exclude_none=True)
+    return value if isinstance(value, dict) else None
 
 
 class _StreamDropped(Exception):
@@ -347,6 +357,7 @@ def _from_json_reply(body: bytes) -> list[ModelEvent]:
     acc = _Accumulator()
     acc.started = acc.finished = True
     acc.stop_reason = data.get("stop_reason")
+    acc.stop_details = _plain(data.get("stop_details"))
     acc.model = data.get("model")
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     acc.usage = {k: v for k, v in usage.items() if isinstance(v, int)}
