@@ -109,7 +109,7 @@ SEARCH_RESULT = {
     "type": "web_search_tool_result",
     "tool_use_id": "srvtoolu_1",
     "content": [{"type": "web_search_result", "url": "https://example.com/sky", "title": "Sky",
-                 "encrypted_content": "EnC0ded==", "page_age": "1 day"}],
+                 "encrypted_content": "EnC0ded==", "page_age": None}],  # an explicit null goes back as null
 }
 CITATION = {"type": "web_search_result_location", "url": "https://example.com/sky", "title": "Sky",
             "encrypted_index": "EiX=", "cited_text": "The sky is blue."}

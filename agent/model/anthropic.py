@@ -107,7 +107,7 @@ class _Accumulator:
         self.finished = False
 
     def start_block(self, index: int, block: Any) -> None:
-        data = block.model_dump(mode="json", exclude_none=True) if hasattr(block, "model_dump") else dict(block)
+        data = block.model_dump(mode="json", exclude_unset=True) if hasattr(block, "model_dump") else dict(block)
         if data.get("type") in _JSON_INPUT_BLOCKS:
             data["input"] = {}
             self.partial_json[index] = ""
@@ -134,7 +134,7 @@ class _Accumulator:
             block["signature"] = delta.signature
         elif kind == "citations_delta":
             citation = delta.citation
-            citation = citation.model_dump(mode="json", exclude_none=True) if hasattr(citation, "model_dump") else citation
+            citation = citation.model_dump(mode="json", exclude_unset=True) if hasattr(citation, "model_dump") else citation
             block.setdefault("citations", []).append(citation)
         return None
 
@@ -325,7 +325,7 @@ class AnthropicModel:
 def _plain(value: Any) -> dict[str, Any] | None:
     """A dict from an SDK model or a dict (newer fields arrive as either), else None."""
     if hasattr(value, "model_dump"):
-        value = value.model_dump(mode="json", exclude_none=True)
+        value = value.model_dump(mode="json", exclude_unset=True)
     return value if isinstance(value, dict) else None
 
 
