@@ -25,6 +25,7 @@ from services.events import (
     NoticeEvent,
     RecordEvent,
     RetryEvent,
+    StreamEvent,
     Terminal,
     TextDeltaEvent,
     ThinkingDeltaEvent,
@@ -41,7 +42,15 @@ from services.messages import (
     tool_uses,
     user_message,
 )
-from services.model_types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta, ThinkingDelta
+from services.model_types import (
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    RawStreamEvent,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+)
 from services.models import default_max_tokens, max_output_tokens
 from services.scrub import scrub
 from services.server_tools import replaced_client_tools, server_tool_specs
@@ -206,6 +215,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                         )
                     elif isinstance(event, ModelResponse):
                         response = event
+                    elif isinstance(event, RawStreamEvent):
+                        yield StreamEvent(event.event)
             except _Aborted:
                 for ev in _interrupted(streamed):
                     yield ev

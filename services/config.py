@@ -85,6 +85,8 @@ class Settings:
     max_tokens: int = DEFAULT_MAX_TOKENS
     mock: bool = False
     effort: str | None = None  # --effort (Claude Code's flag): low | medium | high | xhigh | max
+    thinking_mode: str | None = None  # --thinking adaptive | enabled | disabled
+    max_thinking_tokens: int | None = None  # --max-thinking-tokens (beats MAX_THINKING_TOKENS)
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -11,19 +11,6 @@ TerminalReason = Literal[
     "completed", "max_turns", "aborted", "error", "refusal", "max_tokens", "context_window_exceeded"
 ]
 
-# How each way a turn ends shows in one-shot output: (result subtype, exit code). The front ends read
-# this one table (README, "Exit codes"). `max_tokens`: the reply was cut at the output limit (its text
-# is kept); `refusal`: the model declined (stop_reason refusal); `context_window_exceeded`: still too
-# long after one compaction.
-ONE_SHOT_OUTCOMES: dict[str, tuple[str, int]] = {
-    "completed": ("success", 0),
-    "error": ("error_during_execution", 1),
-    "refusal": ("error_refusal", 1),
-    "context_window_exceeded": ("error_context_window", 1),
-    "max_turns": ("error_max_turns", 3),
-    "max_tokens": ("error_max_tokens", 4),
-    "aborted": ("error_interrupted", 130),
-}
 
 
 @dataclass
@@ -46,6 +33,13 @@ class RetryEvent:
     attempt: int
     delay: float
     reason: str
+
+
+@dataclass
+class StreamEvent:
+    """A raw API stream event, passed through for front ends that show them (stream-json)."""
+
+    event: dict[str, Any]
 
 
 @dataclass
@@ -119,6 +113,7 @@ Event = (
     TextDeltaEvent
     | ThinkingDeltaEvent
     | RetryEvent
+    | StreamEvent
     | AssistantEvent
     | ToolStartEvent
     | ToolEndEvent

@@ -26,6 +26,15 @@ class ModelRequest:
     # `output_config` (`{"effort": ...}`), sent as given when set (services/thinking.py builds them).
     thinking: dict[str, Any] | None = None
     output_config: dict[str, Any] | None = None
+    # Also yield every raw API stream event (`RawStreamEvent`): stream-json's --include-partial-messages.
+    raw_events: bool = False
+
+
+@dataclass
+class RawStreamEvent:
+    """One server-sent event of the Messages API, as JSON (message_start, content_block_delta, ...)."""
+
+    event: dict[str, Any]
 
 
 @dataclass
@@ -69,5 +78,5 @@ class ModelError(Exception):
         self.kind = kind
 
 
-ModelEvent = TextDelta | ThinkingDelta | Retrying | ModelResponse
+ModelEvent = TextDelta | ThinkingDelta | Retrying | ModelResponse | RawStreamEvent
 CallModel = Callable[[ModelRequest], AsyncIterator[ModelEvent]]

@@ -37,10 +37,14 @@ class ThinkingOptions:
         return bool(self.budget or self.always or self.effort)
 
 
-def options_from(settings_paths: list[Path], effort: str | None = None) -> ThinkingOptions:
-    """Reads MAX_THINKING_TOKENS and `alwaysThinkingEnabled` (later files win); a bad value is a
+def options_from(settings_paths: list[Path], effort: str | None = None, mode: str | None = None,
+                 budget: int | None = None) -> ThinkingOptions:
+    """Reads MAX_THINKING_TOKENS and `alwaysThinkingEnabled` (later files win), then the flags
+    (`--max-thinking-tokens`, `--thinking enabled|adaptive|disabled`, `--effort`); a bad value is a
     ConfigError naming the variable or the file and field."""
-    budget = env_int("MAX_THINKING_TOKENS", -1, minimum=0)
+    env_budget = env_int("MAX_THINKING_TOKENS", -1, minimum=0)
+    if budget is None:
+        budget = env_budget
     always = False
     for path in settings_paths:
         try:
@@ -53,6 +57,10 @@ def options_from(settings_paths: list[Path], effort: str | None = None) -> Think
             always = data[SETTING]
     if effort is not None and effort not in EFFORTS:
         raise ConfigError(f"--effort must be one of {', '.join(EFFORTS)}, got {effort!r}")
+    if mode == "disabled":
+        budget = 0
+    elif mode in ("enabled", "adaptive"):
+        always = True
     return ThinkingOptions(budget=None if budget < 0 else budget, always=always, effort=effort)
 
 

@@ -49,6 +49,13 @@ def dropped_then_whole(fake: FakeAnthropic):
     return ["hi"], {}
 
 
+@scenario("dropped_partial", formats=("stream-json",))
+def dropped_partial(fake: FakeAnthropic):
+    fake.drop("The first attempt that is cut off half way through")
+    fake.text("A whole answer.")
+    return ["--include-partial-messages", "hi"], {}
+
+
 @scenario("thinking", formats=("text", "json"))
 def thinking(fake: FakeAnthropic):
     fake.reply(thinking_block("secret plan", "sig-1"), "Visible answer.")
@@ -77,8 +84,9 @@ def batch(tmp_path_factory):
             (base / "project").mkdir()
             fake = fakes[name] = FakeAnthropic()
             argv, env = setup(fake)
+            verbose = ["--verbose"] if fmt == "stream-json" else []  # Claude Code requires it there
             running[name] = CliRunner(base / "home", base / "project", fake).start(
-                "-p", "--output-format", fmt, *argv, **env)
+                "-p", "--output-format", fmt, *verbose, *argv, **env)
         results = {name: run.result(timeout=180) for name, run in running.items()}
         yield {name: (results[name], fakes[name]) for name in SCENARIOS}
     finally:
@@ -108,7 +116,8 @@ def test_refusal_is_an_error_in_every_format(batch, fmt):
     assert "declined" in r.stderr
     if fmt != "text":
         res = result_line(r.stdout)
-        assert res["is_error"] is True and res["subtype"] == "error_refusal" and res["stop_reason"] == "refusal"
+        assert res["is_error"] is True and res["stop_reason"] == "refusal" and res["terminal_reason"] == "refusal"
+        assert "declined" in res["result"]
     if fmt == "stream-json":
         assert not [e for e in lines(r.stdout) if e["type"] == "assistant"]  # no empty message
 
@@ -116,7 +125,7 @@ def test_refusal_is_an_error_in_every_format(batch, fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_max_tokens_in_text_keeps_the_text_and_marks_the_result(batch, fmt):
     r, _ = run_of(batch, f"max_tokens_text-{fmt}")
-    assert r.code == 4
+    assert r.code == 1
     assert "cut at the output limit" in r.stderr
     if fmt == "text":
         assert r.stdout == "The answer begins and\n"
@@ -129,13 +138,15 @@ def test_max_tokens_in_text_keeps_the_text_and_marks_the_result(batch, fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_max_tokens_inside_a_tool_call_twice_never_runs_it(batch, fmt):
     r, fake = run_of(batch, f"max_tokens_tool_twice-{fmt}")
-    assert r.code == 4
-    assert "[tool]" not in r.stderr  # the half-written call never ran
+    assert r.code == 1
+    assert "not run" in r.stderr
     assert [q.body["max_tokens"] for q in fake.requests] == [32000, 64000]
-    if fmt == "stream-json":
+    if fmt == "stream-json":  # the half-written call never ran and was never shown as a call
         events = lines(r.stdout)
-        assert [e["reason"] for e in events if e["type"] == "retry"] == ["max_tokens"]
-        assert "__invalid_json__" not in r.stdout and "tool_start" not in r.stdout
+        assert len([e for e in events if e.get("subtype") == "api_retry"]) == 1
+        blocks = [e["message"]["content"][0] for e in events if e["type"] == "assistant"]
+        assert blocks == [{"type": "text", "text": "Writing."}]
+        assert not [e for e in events if e["type"] == "user"] and "__invalid_json__" not in r.stdout
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -149,12 +160,24 @@ def test_a_dropped_stream_is_retried_and_its_text_never_shows_twice(batch, fmt):
         assert result_line(r.stdout)["result"] == "A whole answer."
     else:
         events = lines(r.stdout)
-        kinds = [e["type"] for e in events]
-        retry_at = kinds.index("retry")
-        assert "text_delta" in kinds[:retry_at]  # the partial deltas came before the retry mark...
+        assert [e.get("subtype") for e in events].count("api_retry") == 1
+        assert "stream_event" not in [e["type"] for e in events]  # no partial output without the flag
         assistants = [e for e in events if e["type"] == "assistant"]
         assert len(assistants) == 1 and assistants[0]["message"]["content"] == [
-            {"type": "text", "text": "A whole answer."}]  # ...and only the whole reply is a message
+            {"type": "text", "text": "A whole answer."}]  # only the whole reply is a message
+
+
+def test_partial_messages_mark_the_discarded_attempt(batch):
+    r, _ = run_of(batch, "dropped_partial-stream-json")
+    assert r.code == 0, r.stderr
+    events = lines(r.stdout)
+    retry_at = [e.get("subtype") for e in events].index("api_retry")
+    def deltas(evs):
+        return "".join(e["event"]["delta"].get("text", "") for e in evs
+                       if e["type"] == "stream_event" and e["event"]["type"] == "content_block_delta")
+
+    assert deltas(events[:retry_at]).startswith("The first")  # the cut attempt's deltas come before the mark
+    assert deltas(events[retry_at:]) == "A whole answer."  # and only the retried reply's after it
 
 
 @pytest.mark.parametrize("fmt", ("text", "json"))
