@@ -100,6 +100,8 @@ class _Accumulator:
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, str] = {}
+        # Streamed text and thinking, as pieces joined once at the end (+= on a long string is quadratic).
+        self.parts: dict[tuple[int, str], list[str]] = {}
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.stop_details: dict[str, Any] | None = None
@@ -120,8 +122,9 @@ class _Accumulator:
             return None
         kind = getattr(delta, "type", "")
         if kind == "text_delta":
-            first = not block.get("text")
-            block["text"] = block.get("text", "") + delta.text
+            pieces = self.parts.setdefault((index, "text"), [block.get("text", "")])
+            first = not any(pieces)
+            pieces.append(delta.text)
             if first and self._text_before(index):
                 # A new text block of the same message: a paragraph break on screen (not in the block).
                 return TextDelta("\n\n" + delta.text)
@@ -129,7 +132,7 @@ class _Accumulator:
         if kind == "input_json_delta":
             self.partial_json[index] = self.partial_json.get(index, "") + delta.partial_json
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
+            self.parts.setdefault((index, "thinking"), [block.get("thinking", "")]).append(delta.thinking)
             return ThinkingDelta(delta.thinking)
         elif kind == "signature_delta":
             block["signature"] = delta.signature
@@ -140,7 +143,10 @@ class _Accumulator:
         return None
 
     def _text_before(self, index: int) -> bool:
-        return any(i < index and b.get("type") == "text" and b.get("text") for i, b in self.blocks.items())
+        return any(
+            i < index and b.get("type") == "text" and (b.get("text") or any(self.parts.get((i, "text"), ())))
+            for i, b in self.blocks.items()
+        )
 
     def stop_block(self, index: int) -> None:
         block = self.blocks.get(index)
@@ -159,6 +165,9 @@ class _Accumulator:
         block["input"] = value if isinstance(value, dict) else {INVALID_INPUT_KEY: "input is not a JSON object"}
 
     def response(self) -> ModelResponse:
+        for (index, key), pieces in self.parts.items():
+            self.blocks[index][key] = "".join(pieces)
+        self.parts.clear()
         blocks = [self.blocks[i] for i in sorted(self.blocks)]
         cut = False
         if self.stop_reason in ("max_tokens", "model_context_window_exceeded") and blocks and (
