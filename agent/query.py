@@ -166,11 +166,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             compacted = await deps.autocompact(messages, actx)
             if compacted is not None:
                 messages = list(compacted.messages)
-                for rec in compacted.records:
-                    yield RecordEvent(rec)
-                yield HistoryReplacedEvent(list(messages))
-                for kind, text in compacted.notices:
-                    yield NoticeEvent(kind, text)
+                for ev in _compaction_events(compacted):
+                    yield ev
 
         # Stages 1-3 and the model call; made again (without recording the first reply) only when the
         # output limit fell inside a tool call or the context window was exceeded.
@@ -258,11 +255,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                     yield Terminal("context_window_exceeded", turn, CONTEXT_EXCEEDED, response.stop_reason)
                     return
                 messages = list(compacted.messages)
-                for rec in compacted.records:
-                    yield RecordEvent(rec)
-                yield HistoryReplacedEvent(list(messages))
-                for kind, text in compacted.notices:
-                    yield NoticeEvent(kind, text)
+                for ev in _compaction_events(compacted):
+                    yield ev
                 yield NoticeEvent("compact", "The context window was full; compacted the conversation and retrying.")
                 continue
             break
@@ -350,6 +344,12 @@ def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[str, str] |
     if stop == "max_tokens" and not tool_uses(response.message):
         return "max_tokens", f"The reply was cut at the output limit ({max_tokens} tokens)."
     return None
+
+
+def _compaction_events(compacted) -> list[Event]:
+    """What a compaction tells the engine: its records, the new history, its notices."""
+    return [*(RecordEvent(rec) for rec in compacted.records), HistoryReplacedEvent(list(compacted.messages)),
+            *(NoticeEvent(kind, text) for kind, text in compacted.notices)]
 
 
 async def _compact_for_window(messages: list[Message], params: QueryParams, deps: QueryDeps):

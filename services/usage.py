@@ -28,22 +28,21 @@ def request_cost(model: str, usage: dict[str, int]) -> float:
 
 
 @dataclass
-class ModelUsage:
+class _Counts:
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     requests: int = 0
+
+
+@dataclass
+class ModelUsage(_Counts):
     cost_usd: float = 0.0
 
 
 @dataclass
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    requests: int = 0
+class Usage(_Counts):
     by_model: dict[str, ModelUsage] = field(default_factory=dict)
     # Usage added without a model (old transcripts): priced at cost() time with the given model.
     unattributed: dict[str, int] = field(default_factory=dict)

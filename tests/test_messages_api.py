@@ -26,7 +26,7 @@ from tests.fake_anthropic import (
     tool_block,
     whole_block,
 )
-from tools.base import ToolContext, ToolOutput
+from tests.test_anthropic_model import RecordingEcho
 from tools.echo import EchoTool
 
 MODEL = "claude-sonnet-4-5"  # a budget-thinking model with a 64K output maximum
@@ -35,15 +35,6 @@ MODEL = "claude-sonnet-4-5"  # a budget-thinking model with a 64K output maximum
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
     monkeypatch.setattr(anthropic_model, "INITIAL_DELAY", 0.01)
-
-
-class RecordingEcho(EchoTool):
-    def __init__(self) -> None:
-        self.calls: list[dict] = []
-
-    async def call(self, input, ctx: ToolContext) -> ToolOutput:
-        self.calls.append(input)
-        return await super().call(input, ctx)
 
 
 def engine(cwd: Path, echo: EchoTool | None = None, **config) -> QueryEngine:
