@@ -274,3 +274,34 @@ def test_server_tools_setting_errors_name_the_file_and_field(tmp_path, monkeypat
     path.write_text(json.dumps({"serverTools": ["web_search"]}))
     assert enabled_server_tools([path]) == ["web_search"]
     assert enabled_server_tools([tmp_path / "missing.json"]) == []
+
+
+async def test_a_thinking_session_runs_a_multi_tool_task_with_byte_identical_round_trips(fake_env, workdir):
+    """Three tool rounds, each reply opening with thinking (signatures with characters JSON escapes),
+    one redacted block: every later request carries every earlier block exactly as the server sent it."""
+    echo = RecordingEcho()
+    sent_blocks: list[list[dict]] = []
+    for n in range(3):
+        thinking = {"type": "thinking", "thinking": f"Step {n}: ünïcode \"quotes\"\n\ttabs", "signature": f"Sig/{n}+=="}
+        use = {"type": "tool_use", "id": f"toolu_m{n}", "name": "Echo", "input": {"message": f"round {n}"}}
+        blocks = [thinking_block(thinking["thinking"], thinking["signature"])]
+        expected = [thinking]
+        if n == 1:
+            blocks.append(redacted_thinking_block("RED/ACTED=="))
+            expected.append({"type": "redacted_thinking", "data": "RED/ACTED=="})
+        blocks.append(tool_block("Echo", use["input"], id=use["id"]))
+        expected.append(use)
+        fake_env.reply(*blocks)
+        sent_blocks.append(expected)
+    fake_env.reply(thinking_block("All done.", "Sig-final"), "Three echoes done.")
+    e = engine(workdir, echo, thinking=ThinkingOptions(budget=2048))
+    _, terminal = await turn(e, "echo three times")
+    assert terminal.reason == "completed" and len(echo.calls) == 3
+    for i, request in enumerate(fake_env.requests[1:], start=1):
+        assert assistant_blocks(fake_env, i) == sent_blocks[:i]
+        raw = request.raw.decode()
+        for blocks in sent_blocks[:i]:  # the exact JSON encoding of each block is in the body
+            for block in blocks:
+                if block["type"] != "tool_use":
+                    assert json.dumps(block["signature" if "signature" in block else "data"]) in raw
+        assert request.body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
