@@ -34,6 +34,7 @@ from services.events import (
 )
 
 MAX_DIFF_LINES = 80
+THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
 REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
 
 
@@ -163,6 +164,7 @@ class Renderer:
         self.asking = False
         self._thinking_open = False  # a dimmed thinking section is being printed
         self._thinking_buf = ""
+        self._thinking_shown = self._thinking_hidden = 0
 
     # -- text --------------------------------------------------------------------------------
     def _markdown(self, text: str) -> Markdown:
@@ -201,20 +203,31 @@ class Renderer:
         self.console.print(self._markdown(text))
 
     def _thinking_delta(self, delta: str) -> None:
-        # Thinking is shown dimmed and apart from the answer; a line at a time keeps it compact.
+        # Thinking is shown dimmed and apart from the answer, collapsed after THINKING_LINES lines
+        # (the rest is counted, not printed: the answer stays in view).
         if not self._thinking_open:
             self.end_text()
             self.console.print(Text("✻ Thinking…", style="dim italic"))
-            self._thinking_open = True
+            self._thinking_open, self._thinking_shown, self._thinking_hidden = True, 0, 0
         self._thinking_buf += delta
         *lines, self._thinking_buf = self._thinking_buf.split("\n")
         for line in lines:
-            if line.strip():
-                self.console.print(Text(f"  {line}", style="dim"))
+            self._thinking_line(line)
+
+    def _thinking_line(self, line: str) -> None:
+        if not line.strip():
+            return
+        if self._thinking_shown < THINKING_LINES:
+            self._thinking_shown += 1
+            self.console.print(Text(f"  {line}", style="dim"))
+        else:
+            self._thinking_hidden += 1
 
     def _end_thinking(self) -> None:
-        if self._thinking_open and self._thinking_buf.strip():
-            self.console.print(Text(f"  {self._thinking_buf}", style="dim"))
+        if self._thinking_open:
+            self._thinking_line(self._thinking_buf)
+            if self._thinking_hidden:
+                self.console.print(Text(f"  … {self._thinking_hidden} more lines of thinking", style="dim italic"))
         self._thinking_open, self._thinking_buf = False, ""
 
     def end_text(self) -> None:

@@ -305,3 +305,23 @@ async def test_a_thinking_session_runs_a_multi_tool_task_with_byte_identical_rou
                 if block["type"] != "tool_use":
                     assert json.dumps(block["signature" if "signature" in block else "data"]) in raw
         assert request.body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+def test_the_renderer_shows_thinking_dimmed_apart_and_collapsed():
+    import io
+
+    from agent.render import THINKING_LINES, Renderer, make_console
+    from services.events import AssistantEvent
+    from services.messages import assistant_message, text_block
+
+    buf = io.StringIO()
+    r = Renderer(make_console(file=buf, width=100, force_terminal=False, color_system=None))
+    thought = "".join(f"thought line {i}\n" for i in range(THINKING_LINES + 5))
+    for i in range(0, len(thought), 7):
+        r.event(ThinkingDeltaEvent(thought[i : i + 7]))
+    r.event(TextDeltaEvent("The answer."))
+    r.event(AssistantEvent(assistant_message([text_block("The answer.")])))
+    out = buf.getvalue()
+    assert "Thinking" in out and f"thought line {THINKING_LINES - 1}" in out
+    assert f"thought line {THINKING_LINES}\n" not in out and "5 more lines of thinking" in out
+    assert out.rstrip().endswith("The answer.") and "line 0The answer" not in out
