@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from agent.deps import QueryDeps
 from services.compact.autocompact import AutocompactContext, compact_now
-from services.compact.budget import decide_new_results
+from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions
-from services.compact.pipeline import run_outbound_pipeline, visible_result_ids
+from services.compact.pipeline import run_outbound_pipeline, sent_whole_ids
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv
 from services.events import (
@@ -52,6 +52,7 @@ from services.model_types import (
     ThinkingDelta,
 )
 from services.models import default_max_tokens, max_output_tokens
+from services.request_check import ensure_valid
 from services.scrub import scrub
 from services.server_tools import replaced_client_tools, server_tool_specs
 from services.thinking import ThinkingOptions, thinking_request
@@ -149,10 +150,13 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
     env = _pipeline_env(params.tools, ctx)
     runner = ToolRunner(tools, ctx, params.gate, params.hooks)
     stop_hook_active = False
+    paused: Message | None = None  # a pause_turn reply waiting for its continuation
     turn = 0
     while True:
         turn += 1
         if turn > params.max_turns:
+            for ev in _flush(paused):
+                yield ev
             trace("query.turn_end", reason="max_turns", turn=turn - 1)
             yield Terminal("max_turns", turn - 1)
             return
@@ -166,6 +170,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             compacted = await deps.autocompact(messages, actx)
             if compacted is not None:
                 messages = list(compacted.messages)
+                params.replacement_state.history_replaced()
                 for ev in _compaction_events(compacted):
                     yield ev
 
@@ -181,12 +186,18 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                 yield RecordEvent(rec)
             for kind, text in piped.notices:
                 yield NoticeEvent(kind, text)
-            visible = visible_result_ids(messages, piped.messages)
+            visible = sent_whole_ids(piped.messages, params.replacement_state)
             ctx.is_visible = visible.__contains__
 
+            # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
+            # sent broken; under AGENT_STRICT_REQUESTS=1 (the test suite) it fails loudly instead.
+            outbound = ensure_valid(to_api(piped.messages), params.system, tool_specs)
+            if paused is not None:
+                # pause_turn: the paused reply goes back as is, as the last message, and the model goes on.
+                outbound = [*outbound, *to_api([paused])]
             thinking, output_config, request_max = thinking_request(params.model, max_tokens, params.thinking)
             request = ModelRequest(
-                to_api(piped.messages), params.system, tool_specs, params.model, request_max, thinking, output_config
+                outbound, params.system, tool_specs, params.model, request_max, thinking, output_config
             )
             trace("api.request", messages=len(request.messages), tools=len(tool_specs), model=params.model,
                   max_tokens=request_max)
@@ -215,7 +226,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                     elif isinstance(event, RawStreamEvent):
                         yield StreamEvent(event.event)
             except _Aborted:
-                for ev in _interrupted(streamed):
+                for ev in [*_flush(paused), *_interrupted(streamed)]:
                     yield ev
                 trace("query.turn_end", reason="aborted", turn=turn)
                 yield Terminal("aborted", turn)
@@ -223,6 +234,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             except ModelError as exc:
                 await stream.close()
                 trace("query.turn_end", reason="error", turn=turn)
+                for ev in _flush(paused):
+                    yield ev
                 yield Terminal("error", turn, str(exc))
                 return
             except asyncio.CancelledError:
@@ -231,10 +244,14 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             except Exception as exc:  # a provider bug still ends the turn cleanly
                 await stream.close()
                 trace("query.turn_end", reason="error", turn=turn)
+                for ev in _flush(paused):
+                    yield ev
                 yield Terminal("error", turn, scrub(f"Model call failed: {type(exc).__name__}: {exc}"))
                 return
             if response is None:
                 trace("query.turn_end", reason="error", turn=turn)
+                for ev in _flush(paused):
+                    yield ev
                 yield Terminal("error", turn, "The model stream ended without a message.")
                 return
             limit = max_output_tokens(params.model)
@@ -255,6 +272,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                     yield Terminal("context_window_exceeded", turn, CONTEXT_EXCEEDED, response.stop_reason)
                     return
                 messages = list(compacted.messages)
+                params.replacement_state.history_replaced()
                 for ev in _compaction_events(compacted):
                     yield ev
                 yield NoticeEvent("compact", "The context window was full; compacted the conversation and retrying.")
@@ -263,6 +281,14 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
 
         stop = response.stop_reason
         assistant = response.message
+        if paused is not None:  # the continuation of a paused turn is the same message
+            assistant, paused = _continued(paused, assistant), None
+        if stop == "pause_turn" and assistant["content"]:
+            # A long server-tool turn paused: it is sent back as is and the model goes on; it is stored
+            # (one message) when the turn is done.
+            trace("query.pause_turn", turn=turn)
+            paused = assistant
+            continue
         if assistant["content"]:
             # An empty message (a refusal, a reply with nothing in it) is never stored: sent back, it is a 400.
             assistant.setdefault("meta", {})["model"] = params.model  # usage is priced by the model that served it
@@ -274,10 +300,6 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             trace("query.turn_end", reason=reason, turn=turn, stop_reason=stop)
             yield Terminal(reason, turn, text, stop)
             return
-        if stop == "pause_turn":
-            # A long server-tool turn paused: sending the content back as is lets the model go on.
-            trace("query.pause_turn", turn=turn)
-            continue
         uses = tool_uses(assistant)
         if uses:
             trace("api.assistant", kind="tool_use", tool_uses=len(uses))
@@ -301,7 +323,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             else:
                 yield item
         assert outcome is not None
-        results_msg = user_message(list(outcome.results))
+        results_msg = mark_empty_results(assistant, user_message(list(outcome.results)))
         if params.compact.enabled:
             # Stage 1 decides now, so the history and the transcript keep the pointer, not the original.
             decided = decide_new_results(assistant, results_msg, params.replacement_state, params.compact, env)
@@ -344,6 +366,19 @@ def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[str, str] |
     if stop == "max_tokens" and not tool_uses(response.message):
         return "max_tokens", f"The reply was cut at the output limit ({max_tokens} tokens)."
     return None
+
+
+def _continued(paused: Message, more: Message) -> Message:
+    """A paused reply and its continuation as one assistant message (usage added up)."""
+    usage = dict(paused.get("usage") or {})
+    for k, v in (more.get("usage") or {}).items():
+        usage[k] = usage.get(k, 0) + v if isinstance(v, int) else v
+    return assistant_message([*paused["content"], *more["content"]], usage=usage)
+
+
+def _flush(paused: Message | None) -> list[Event]:
+    """A paused reply still waiting when the turn ends another way: stored, not lost."""
+    return [] if paused is None else [AssistantEvent(paused)]
 
 
 def _compaction_events(compacted) -> list[Event]:

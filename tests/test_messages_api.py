@@ -122,8 +122,9 @@ async def test_pause_turn_continues_with_server_blocks_and_citations_kept_exactl
         SEARCH_RESULT,
     ]
     await turn(e, "thanks")
-    cited = assistant_blocks(fake_env, 2)[1]
-    assert cited == [{"type": "text", "text": "The sky is blue.", "citations": [CITATION]}]
+    # The paused reply and its continuation are one assistant message, sent back exactly.
+    assert assistant_blocks(fake_env, 2) == [[*sent, {"type": "text", "text": "The sky is blue.",
+                                                       "citations": [CITATION]}]]
 
 
 async def test_two_text_blocks_do_not_run_together(fake_env, workdir):
