@@ -326,3 +326,11 @@ def test_the_renderer_shows_thinking_dimmed_apart_and_collapsed():
     assert "Thinking" in out and f"thought line {THINKING_LINES - 1}" in out
     assert f"thought line {THINKING_LINES}\n" not in out and "5 more lines of thinking" in out
     assert out.rstrip().endswith("The answer.") and "line 0The answer" not in out
+
+
+async def test_thinking_cut_before_its_signature_is_not_kept(fake_env, workdir):
+    fake_env.reply("Let me think.", thinking_block("half a thou", signature=""), stop_reason="max_tokens")
+    e = engine(workdir, thinking=ThinkingOptions(budget=2048))
+    _, terminal = await turn(e, "hard question")
+    assert terminal.reason == "max_tokens"
+    assert e.messages[-1]["content"] == [{"type": "text", "text": "Let me think."}]

@@ -162,6 +162,9 @@ class _Accumulator:
             # It is dropped, never run and never sent back with an invented input.
             blocks = blocks[:-1]
             cut = True
+        if blocks and blocks[-1].get("type") == "thinking" and not blocks[-1].get("signature"):
+            # Thinking cut before its signature arrived: the API would reject it when sent back.
+            blocks = blocks[:-1]
         # Drop empty text blocks: the API rejects them when the history is sent back.
         blocks = [b for b in blocks if not (b.get("type") == "text" and not b.get("text") and not b.get("citations"))]
         message = assistant_message(blocks, usage=dict(self.usage))  # type: ignore[arg-type]
