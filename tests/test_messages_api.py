@@ -334,3 +334,15 @@ async def test_thinking_cut_before_its_signature_is_not_kept(fake_env, workdir):
     _, terminal = await turn(e, "hard question")
     assert terminal.reason == "max_tokens"
     assert e.messages[-1]["content"] == [{"type": "text", "text": "Let me think."}]
+
+
+@pytest.mark.parametrize("stop", ["end_turn", "stop_sequence"])
+async def test_end_turn_and_stop_sequence_complete_and_an_empty_reply_is_not_stored(fake_env, workdir, stop):
+    fake_env.reply("Done.", stop_reason=stop)
+    fake_env.reply("", stop_reason=stop)  # nothing in it (the API sends this after some tool results)
+    e = engine(workdir)
+    _, terminal = await turn(e, "one")
+    assert terminal.reason == "completed" and terminal.stop_reason == stop
+    _, terminal = await turn(e, "two")
+    assert terminal.reason == "completed"
+    assert [m["role"] for m in e.messages] == ["user", "assistant", "user"]
