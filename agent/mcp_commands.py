@@ -14,6 +14,8 @@ from services.mcp.manager import McpError
 
 AskText = Callable[[str], Awaitable[str | None]]
 
+MCP_MARKER = "(MCP)"
+
 
 def status_lines(mcp: Any) -> list[tuple[str, str]]:
     """(text, style) lines for `/mcp`."""
@@ -146,6 +148,8 @@ def register_mcp_commands(router: CommandRouter, mcp: Any, ask: AskText | None =
                 continue
 
             async def handler(ctx: CommandContext, args: str, _p: Any = p) -> CommandResult | None:
+                # `/server:prompt (MCP) args`: the marker the help shows belongs to the command, not the arguments.
+                args = args.removeprefix(MCP_MARKER).lstrip() if args.split(" ", 1)[0] == MCP_MARKER else args
                 try:
                     out = await expand_prompt(mcp, _p.server, _p.name, args, _spill(ctx), ask)
                 except McpError as exc:
@@ -159,7 +163,7 @@ def register_mcp_commands(router: CommandRouter, mcp: Any, ask: AskText | None =
 
             from services.mcp.prompts import prompt_usage
 
-            router.register(name, handler, f"MCP prompt: {p.description or p.name} {prompt_usage(p)}".strip())
+            router.register(name, handler, f"{MCP_MARKER} {prompt_usage(p)} {p.description or p.name}".replace("  ", " "))
             mine.add(name)
             added.append(name)
 
