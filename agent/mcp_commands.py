@@ -161,9 +161,9 @@ def register_mcp_commands(router: CommandRouter, mcp: Any, ask: AskText | None =
                     ctx.say(n, "dim")
                 return CommandResult(run_turn=("", out.messages))
 
-            from services.mcp.prompts import prompt_usage
-
-            router.register(name, handler, f"{MCP_MARKER} {prompt_usage(p)} {p.description or p.name}".replace("  ", " "))
+            # `<arg>` for every argument: /help renders markup, so `[optional]` would vanish there.
+            args_help = " ".join(f"<{a}>" for a in p.arg_names)
+            router.register(name, handler, f"{MCP_MARKER} {args_help} {p.description or p.name}".replace("  ", " "))
             mine.add(name)
             added.append(name)
 

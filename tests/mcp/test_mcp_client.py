@@ -419,7 +419,7 @@ async def test_a_changed_prompt_list_registers_the_new_slash_command(env: Env) -
         if env.manager.version > version and router.get("changing:later") is not None:
             break
         await asyncio.sleep(0.05)
-    assert router.get("changing:later").help == "MCP prompt: Added later."
+    assert router.get("changing:later").help == "(MCP) Added later."
 
 
 async def test_multiple_choice_fields_take_comma_separated_answers() -> None:

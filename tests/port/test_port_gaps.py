@@ -97,7 +97,7 @@ async def test_mcp_marker_binds_to_the_command_not_the_arguments(tmp_path: Path)
         for unknown in ("/missing:foo (MCP)", "/missing:foo args"):
             assert (await ctx.router.dispatch(unknown, ctx)).run_turn is None
         await ctx.router.dispatch("/help", ctx)
-        assert re.search(r"/tour:plan_trip +\(MCP\) <city> \[days\] Plan a trip to a city\.", buf.getvalue())
+        assert re.search(r"/tour:plan_trip +\(MCP\) <city> <days> Plan a trip to a city\.", buf.getvalue())
     finally:
         await manager.close()
 
