@@ -355,6 +355,30 @@ def cmd_exit(ctx: CommandContext, args: str) -> CommandResult:
     return CommandResult(exit=True, exit_code=0)
 
 
+async def cmd_bashes(ctx: CommandContext, args: str) -> CommandResult:
+    """`/bashes` lists the session's background shells; `/bashes kill ID` stops one."""
+    from tools.background_tasks import registry
+    from tools.base import ToolError
+
+    reg = registry(ctx.engine.state)
+    words = args.split()
+    if len(words) == 2 and words[0] in ("kill", "stop"):
+        try:
+            task = reg.stop(words[1])
+        except ToolError as exc:
+            ctx.say(str(exc), "yellow")
+        else:
+            ctx.say(f"Stopped {task.id}: {task.command}", "dim")
+        return CommandResult()
+    if not reg.tasks:
+        ctx.say("No background shells in this session.", "dim")
+        return CommandResult()
+    for task in reg.tasks.values():
+        ctx.say(Text(task.describe(), style="bold" if task.status == "running" else "dim"))
+    ctx.say("/bashes kill ID stops one; all are stopped when the session ends.", "dim")
+    return CommandResult()
+
+
 def default_router() -> CommandRouter:
     router = CommandRouter()
     router.register("help", cmd_help, "show commands and keys", aliases=("?",))
@@ -368,5 +392,6 @@ def default_router() -> CommandRouter:
     router.register("memory", cmd_memory, "show the project memory files in use")
     router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")
     router.register("resume", cmd_resume, "resume an earlier session of this project [number|id]")
+    router.register("bashes", cmd_bashes, "background shells: list them; stop one [kill ID]", aliases=("tasks",))
     router.register("exit", cmd_exit, "leave the REPL", aliases=("quit",))
     return router

@@ -32,6 +32,7 @@ from services.messages import Message, repair_pairing, user_message
 from services.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
+from tools.background_tasks import TASKS_KEY
 from tools.base import SessionState, Tool, ToolContext
 from tools.permissions import PermissionGate
 from tools.todo import latest_todos
@@ -270,4 +271,8 @@ class QueryEngine:
             self.record(event.record)
 
     def close(self) -> None:
+        """The session ends: background tasks are killed, the transcript is closed."""
+        tasks = self.state.extras.get(TASKS_KEY)
+        if tasks is not None:
+            tasks.kill_all()
         self.transcript.close()

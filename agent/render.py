@@ -22,6 +22,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agent.permission_menu import visible
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -261,18 +262,22 @@ class Renderer:
         fp = (self._pending_diffs.pop(ev.id + "#fp", None) or [""])[0]
         if ev.ok:
             line = Text("● ", style="green")
-            line.append(label, style="bold")
+            line.append(visible(label), style="bold")
             if ev.summary:
                 line.append(f" ({ev.summary})", style="dim")
             self.console.print(line)
             if diff and fp not in self.shown_diffs:
                 self.console.print(diff_text(diff))
+            elif ev.name in OUTPUT_SHOWN and ev.preview:
+                self.console.print(output_preview(ev.preview, ev.lines))
         else:
             first = (ev.error or ev.summary or "failed").strip().splitlines()
             line = Text("✗ ", style="red")
-            line.append(label, style="bold red")
-            line.append(f": {first[0] if first else 'failed'}", style="red")
+            line.append(visible(label), style="bold red")
+            line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
             self.console.print(line)
+            if ev.name in OUTPUT_SHOWN and ev.lines > 1:
+                self.console.print(output_preview(ev.preview, ev.lines, style="red"))
         self.shown_diffs.discard(fp)
         self._refresh_tools_live()
 
@@ -317,14 +322,61 @@ class Renderer:
         self._stop_tools_live()
 
     def permission_question(self, tool_name: str, label: str, input: dict[str, Any], reason: str = "") -> None:
-        """Print the question's body: the tool, its target and, for Edit/Write, the diff."""
+        """Print the question's body: the tool, its whole target (escapes made visible, never cut; the working
+        directory when a command runs elsewhere) and, for Edit/Write, the diff."""
         self.pause()
         self.asking = True
         self.console.print(Text(f"Permission: {tool_name}", style="bold yellow"))
-        self.console.print(Text(f"  {label}"))
+        command = input.get("command") if tool_name == "Bash" else None
+        if isinstance(command, str):
+            for row in visible(command).splitlines() or [""]:
+                self.console.print(Text(f"  {row}"), soft_wrap=False, overflow="fold")
+            if isinstance(input.get("description"), str):
+                self.console.print(Text(f"  {visible(input['description'])}", style="dim"))
+        else:
+            self.console.print(Text(f"  {visible(label)}"), overflow="fold")
         if reason:
             self.console.print(Text(f"  {reason}", style="dim"))
         lines = diff_lines(tool_name, input, self.cwd)
         if lines:
             self.console.print(diff_text(lines))
             self.shown_diffs.add(_fingerprint(tool_name, input))
+
+
+OUTPUT_SHOWN = ("Bash", "TaskOutput")  # tools whose output the REPL shows under the call (first lines)
+OUTPUT_LINES = 4
+
+
+def output_preview(preview: str, total: int, style: str = "dim") -> Text:
+    """The first lines of a result, indented, and `… +N lines` for the rest (Claude Code's style)."""
+    rows = preview.splitlines()[:OUTPUT_LINES]
+    text = Text()
+    for i, row in enumerate(rows):
+        text.append(("  ⎿  " if i == 0 else "     ") + visible(row[:200]) + "\n", style=style)
+    if total > len(rows):
+        text.append(f"     … +{total - len(rows)} lines\n", style="dim")
+    text.rstrip()
+    return text
+
+
+def past_lines(messages: list[Any]) -> list[tuple[str, str]]:
+    """(style, text) lines that retell a conversation compactly: prompts, first lines of answers, tool calls."""
+    out: list[tuple[str, str]] = []
+    for m in messages:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        if m.get("role") == "user":
+            if m.get("meta"):
+                continue  # injected context (mentions, hooks, notifications), not the user's words
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    first = b["text"].strip().splitlines()[0]
+                    out.append(("bold", f"> {first[:200]}"))
+        elif m.get("role") == "assistant":
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    lines = b["text"].strip().splitlines()
+                    out.append(("", lines[0][:200] + (" …" if len(lines) > 1 else "")))
+                elif b.get("type") == "tool_use":
+                    out.append(("dim", f"● {tool_label(b.get('name', ''), b.get('input') or {})}"))
+    return out

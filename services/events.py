@@ -42,6 +42,10 @@ class ToolEndEvent:
     summary: str = ""
     duration: float = 0.0
     error: str = ""
+    # The first lines of the result, for front ends that show them (the REPL's Bash output), and how many
+    # lines the whole result has.
+    preview: str = ""
+    lines: int = 0
 
 
 @dataclass

@@ -30,6 +30,8 @@ from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
 
+PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that show output
+
 MAX_PARALLEL_TOOLS = 10
 
 
@@ -144,7 +146,9 @@ class ToolRunner:
         block = tool_result_block(tid, _content_of(output), is_error=output.is_error)
         duration = time.monotonic() - started
         err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
-        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err))
+        text = output.content if isinstance(output.content, str) else ""
+        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
+                                      preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0))
         trace("tool.end", name=name, id=tid, ok=not output.is_error)
         return block, output, end_turn
 
