@@ -147,13 +147,15 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
     table.add_column()
     for cmd in ctx.router.commands():
         names = "/" + cmd.name + "".join(f", /{a}" for a in cmd.aliases)
-        table.add_row(names, cmd.help)
+        table.add_row(Text(names), Text(cmd.help))  # Text: "[args]" hints are not rich markup
     ctx.console.print(Text("Commands:", style="bold"))
     ctx.console.print(table)
     ctx.console.print(
         Text(
-            "Keys: Enter sends · Alt-Enter / Esc-Enter new line · Tab completes /commands and @files · "
-            "Up/Down history · Ctrl-R search · Ctrl-C interrupts (twice at an empty prompt exits) · Ctrl-D exits",
+            "Keys: Enter sends · Alt-Enter, Ctrl-J or \\ then Enter: new line · Tab completes /commands and @files "
+            "· Up/Down history · Ctrl-R search · Shift+Tab cycles default/acceptEdits/plan · Ctrl-C or Esc "
+            "interrupts (twice at an empty prompt exits) · Ctrl-D exits · type ahead while a turn runs: Enter "
+            "queues it · !command runs in bash · # note saves a memory",
             style="dim",
         )
     )

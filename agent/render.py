@@ -10,7 +10,6 @@ and Write show a coloured unified diff. TRACE lines go to stderr elsewhere and n
 
 from __future__ import annotations
 
-import difflib
 import json
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from services.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
+from tools.diff_preview import diff_lines
 
 MAX_DIFF_LINES = 80
 REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
@@ -55,44 +55,6 @@ def tool_label(name: str, input: dict[str, Any], tools: dict[str, Any] | None = 
             short = value if len(value) <= 80 else value[:79] + "…"
             return f"{name} {short}"
     return name
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def diff_lines(name: str, input: dict[str, Any], cwd: Path | None = None) -> list[str] | None:
-    """A unified diff of what an Edit / Write call would change, or None for other tools."""
-    file_path = input.get("file_path") or input.get("path")
-    if not isinstance(file_path, str):
-        return None
-    path = Path(file_path).expanduser()
-    if not path.is_absolute() and cwd is not None:
-        path = cwd / path
-    if name == "Write" and isinstance(input.get("content"), str):
-        before = _read(path) if path.is_file() else ""
-        after = input["content"]
-        if before is None:
-            before = ""
-    elif name == "Edit" and isinstance(input.get("old_string"), str) and isinstance(input.get("new_string"), str):
-        old, new = input["old_string"], input["new_string"]
-        current = _read(path) if path.is_file() else None
-        if current is not None and old and old in current:
-            before = current
-            after = current.replace(old, new) if input.get("replace_all") else current.replace(old, new, 1)
-        else:
-            before, after = old, new
-    else:
-        return None
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(), after.splitlines(), fromfile=f"a/{file_path}", tofile=f"b/{file_path}", lineterm=""
-        )
-    )
-    return lines or None
 
 
 def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
@@ -247,7 +209,9 @@ class Renderer:
         self.end_text()
         label = tool_label(ev.name, ev.input, self.tools)
         self._running[ev.id] = label
-        lines = diff_lines(ev.name, ev.input, self.cwd)
+        # The diff was taken before the tool ran (orchestration puts it on the start event): by the time this
+        # event is drawn the file may already be written.
+        lines = ev.diff if ev.diff is not None else diff_lines(ev.name, ev.input, self.cwd)
         if lines is not None:
             self._pending_diffs[ev.id] = lines
             self._pending_diffs[ev.id + "#fp"] = [_fingerprint(ev.name, ev.input)]

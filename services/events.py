@@ -32,6 +32,8 @@ class ToolStartEvent:
     id: str
     name: str
     input: dict[str, Any]
+    # Edit/Write: the unified diff of the change, taken before the tool ran (None for other tools).
+    diff: list[str] | None = None
 
 
 @dataclass

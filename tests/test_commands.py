@@ -216,3 +216,11 @@ def test_completer_slash_and_paths(tmp_path: Path) -> None:
     assert _complete(c, "look at @s") == ["setup.cfg", "src/"]
     assert _complete(c, "look at @src/a") == ["app.py"]
     assert _complete(c, "no mention") == []
+
+
+async def test_help_keeps_the_argument_hints(env) -> None:
+    ctx, buf = env()
+    await ctx.router.dispatch("/help", ctx)
+    out = buf.getvalue()
+    assert "the conversation now [instructions]" in out and "[number|id]" in out and "[kill ID]" in out
+    assert "Shift+Tab" in out and "!command" in out

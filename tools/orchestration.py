@@ -27,10 +27,12 @@ from services.messages import (
 )
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.diff_preview import diff_lines
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
 
 PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that show output
+DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
 
 MAX_PARALLEL_TOOLS = 10
 
@@ -103,7 +105,14 @@ class ToolRunner:
         raw_input = use.get("input")
         tool = self.tools.get(name)
         started = time.monotonic()
-        await events.put(ToolStartEvent(tid, name, raw_input if isinstance(raw_input, dict) else {}))
+        shown_input = raw_input if isinstance(raw_input, dict) else {}
+        diff = None
+        if name in DIFFED_TOOLS:
+            try:
+                diff = diff_lines(name, shown_input, self.ctx.cwd)
+            except Exception:
+                diff = None
+        await events.put(ToolStartEvent(tid, name, shown_input, diff))
         trace("tool.start", name=name, id=tid)
         end_turn = False
         output: ToolOutput | None = None
