@@ -39,6 +39,7 @@ from agent.skill_commands import register_skill_commands
 from services.config import project_dir
 from services.events import ToolEndEvent
 from services.trace import trace
+from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
 from tools.mcp_tool import mcp_tools
 from tools.permissions import Answer, PermissionRequest, PermissionResult
 from tools.todo import format_todos
@@ -109,6 +110,10 @@ def _key_bindings(cycle_mode: Callable[[], None] | None = None) -> KeyBindings:
             buf.insert_text("\n")
         else:
             buf.validate_and_handle()
+
+    @kb.add("escape", "escape")
+    def _rewind(event: Any) -> None:  # Esc Esc at the prompt: /rewind, as in Claude Code
+        event.app.exit(result="/rewind")
 
     @kb.add("s-tab")
     def _cycle(event: Any) -> None:
@@ -229,6 +234,11 @@ class Repl:
         self._pending_inject: list[Any] = []  # `!command` runs, given to the model with the next prompt
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
+        # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
+        self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
+        self.engine.state.extras[CHECKPOINTS_KEY] = self.checkpoints
+        self.router.register("rewind", self.cmd_rewind, "restore the conversation and/or code to an earlier prompt")
+        self.next_default = ""  # text put back in the input box (a rewound prompt)
 
     # -- the prompt --------------------------------------------------------------------------
     def toolbar(self) -> str:
@@ -409,8 +419,13 @@ class Repl:
     # -- turns ---------------------------------------------------------------------------------
     async def run_turn(self, text: str, inject: list | None = None) -> None:
         inject = [*self._carry_over(), *(inject or [])]
+        self.checkpoints.directory = self.engine.session_dir / "checkpoints"  # /clear starts a new session
+        self.checkpoints.record = self.engine.record
+        self.checkpoints.begin_turn(-1)  # set once the prompt is in the history (first event below)
         async def consume() -> None:
             async for ev in self.engine.run_turn(text, inject_before=inject or None):
+                if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
+                    self.checkpoints.begin_turn(_last_prompt_index(self.engine.messages))
                 self.renderer.event(ev)
                 if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
                     # The plan changed: show it compactly.
@@ -454,9 +469,40 @@ class Repl:
             for warning in loaded.warnings:
                 self.say(f"warning: {warning}", "yellow")
             self.engine.resume(loaded)
+            self.checkpoints.load(loaded.records)
             self.show_past(loaded.messages)
             self.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).", "dim")
         return None
+
+    async def cmd_rewind(self, ctx: Any, args: str) -> None:
+        """Pick an earlier prompt; restore the conversation to just before it, the code, or both."""
+        prompts = [(i, m) for i, m in enumerate(self.engine.messages)
+                   if m.get("role") == "user" and not m.get("meta") and _prompt_text(m)]
+        if not prompts:
+            self.say("Nothing to rewind to yet.", "dim")
+            return
+        options = [(str(i), _prompt_text(m).splitlines()[0][:100]) for i, m in prompts[-20:]]
+        picked = await self.pick("Rewind to just before which prompt?", options)
+        if picked is None:
+            return
+        index = int(picked)
+        changed = self.checkpoints.files_since(index)
+        how = await self.pick("Restore:", [("both", f"conversation and code ({len(changed)} files)"),
+                                           ("conversation", "conversation only"),
+                                           ("code", f"code only ({len(changed)} files)")])
+        if how is None:
+            return
+        if how in ("both", "code"):
+            restored, problems = self.checkpoints.restore(index)
+            self.say(f"Restored {len(restored)} file(s)." + (" Bash changes are not restored." if restored else ""),
+                     "dim")
+            for p in problems:
+                self.say(f"not restored: {visible(p)}", "yellow")
+        if how in ("both", "conversation"):
+            text = _prompt_text(self.engine.messages[index])
+            self.engine.replace_history(self.engine.messages[:index])
+            self.next_default = text  # the prompt comes back in the input box, to edit and send again
+            self.say(f"Conversation rewound to before: {visible(text.splitlines()[0][:100])}", "dim")
 
     def show_past(self, messages: list[Any], limit: int = 40) -> None:
         """The earlier conversation, compactly: the user's prompts, the answers' first lines, tool calls."""
@@ -595,7 +641,8 @@ class Repl:
                 if self._exit_after_turn:
                     return EXIT_OK
                 try:
-                    typed, self._typeahead = self._typeahead.strip("\n"), ""
+                    typed, self._typeahead = (self.next_default or self._typeahead.strip("\n")), ""
+                    self.next_default = ""
                     line = await self.session.prompt_async(PROMPT, default=typed, set_exception_handler=False)
                 except KeyboardInterrupt:
                     now = self.clock()
@@ -626,3 +673,17 @@ def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = Non
     except KeyboardInterrupt:  # a SIGINT that landed between the prompt and a turn
         sys.stderr.write("Interrupted\n")
         return EXIT_INTERRUPTED
+
+
+def _prompt_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text").strip()
+
+
+def _last_prompt_index(messages: list[dict[str, Any]]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user" and not messages[i].get("meta") and _prompt_text(messages[i]):
+            return i
+    return len(messages)

@@ -171,3 +171,38 @@ def test_resume_shows_the_past(cli, fake_anthropic) -> None:
     text = before.replace("\r", "")
     assert "> what is the answer?" in text and "The answer is forty-two." in text and "● Echo" in text
     assert json.dumps(text)  # printable
+
+
+def test_rewind_restores_an_edit_and_the_conversation_and_survives_resume(cli, fake_anthropic) -> None:
+    target = Path(cli.cwd) / "app.py"
+    target.write_text("greeting = 'hello'\n")
+    fake_anthropic.reply(tool_block("Read", {"file_path": "app.py"}))
+    fake_anthropic.reply(tool_block("Edit", {"file_path": "app.py", "old_string": "'hello'", "new_string": "'hi'"}),
+                         tool_block("Write", {"file_path": "new.txt", "content": "new\n"}))
+    fake_anthropic.text("Changed it.")
+    child = spawn(cli, "--permission-mode", "bypassPermissions")
+    child.send("change the greeting\r")
+    child.expect_exact("Changed it.")
+    child.expect_exact(PROMPT_READY)
+    child.send("\x04")
+    assert finish(child) == 0
+    assert target.read_text() == "greeting = 'hi'\n" and (Path(cli.cwd) / "new.txt").exists()
+    # Resume, then Esc Esc: the checkpoint recorded in the transcript is still there.
+    child = spawn(cli, "-c", "--permission-mode", "bypassPermissions")
+    time.sleep(0.5)
+    child.send("\x1b")
+    time.sleep(0.1)  # two presses, as a person types them
+    child.send("\x1b")
+    child.expect_exact("Rewind to just before which prompt?")
+    child.expect_exact("change the greeting")
+    child.send("1\r")
+    child.expect_exact("conversation and code (2 files)")
+    child.send("1\r")
+    child.expect_exact("Restored 2 file(s).")
+    child.expect_exact("Conversation rewound to before: change the greeting")
+    child.expect_exact("> change the greeting")  # the prompt is back in the input box, to edit and resend
+    child.send("\x03")  # Ctrl-C clears it
+    child.send("\x04")
+    assert finish(child) == 0
+    assert target.read_text() == "greeting = 'hello'\n"
+    assert not (Path(cli.cwd) / "new.txt").exists()

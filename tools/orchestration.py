@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from services.events import ToolEndEvent, ToolStartEvent
@@ -27,6 +28,7 @@ from services.messages import (
 )
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.checkpoints import checkpoint_store
 from tools.diff_preview import diff_lines
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
@@ -106,6 +108,9 @@ class ToolRunner:
         tool = self.tools.get(name)
         started = time.monotonic()
         shown_input = raw_input if isinstance(raw_input, dict) else {}
+        checkpoints = checkpoint_store(self.ctx.session)
+        if checkpoints is not None:  # the file as it is before anything of this call runs
+            checkpoints.before_write(name, shown_input, Path(self.ctx.cwd))
         diff = None
         if name in DIFFED_TOOLS:
             try:
