@@ -11,6 +11,7 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
+from services.models import context_window
 from tools.mcp_tool import mcp_tools, sync_mcp_tools
 from tools.permissions import AskHook, PermissionGate, load_settings, load_settings_data
 from tools.registry import default_tools
@@ -75,7 +76,7 @@ def build_engine(
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
         system_prompt="",
-        compact=CompactOptions.from_env(),
+        compact=CompactOptions.from_env(model_window=context_window(settings.model)),
         # Extended thinking (issue 17): MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
         thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
                               budget=settings.max_thinking_tokens),

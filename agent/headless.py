@@ -78,14 +78,11 @@ class JsonOut:
             self.closed = True
 
 
-def _model_limits(model: str, default_max: int) -> tuple[int, int]:
-    """(context window, max output tokens) from the model catalog when it has the model."""
-    try:
-        from services import models  # the catalog (issue 17)
+def _model_limits(model: str) -> tuple[int, int]:
+    """(context window, max output tokens) from the model catalog."""
+    from services import models
 
-        return models.context_window(model), models.max_output_tokens(model)
-    except Exception:
-        return 200_000, default_max
+    return models.context_window(model), models.max_output_tokens(model)
 
 
 class HeadlessRun:
@@ -256,7 +253,7 @@ class HeadlessRun:
         after = self.engine.usage.as_dict()
         turn_usage = {k: after.get(k, 0) - usage_before.get(k, 0) for k in (
             "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")}
-        window, max_out = _model_limits(model, self.engine.config.max_tokens)
+        window, max_out = _model_limits(model)
         cost = self.cost()
         obj: dict[str, Any] = {
             "type": "result",

@@ -589,7 +589,8 @@ class McpManager:
         call = timeout_from_env("MCP_TOOL_TIMEOUT", call, environ)
         self.cwd = cwd
         self.log_dir = log_dir
-        self.extra_roots = list(extra_roots or [])
+        # Kept by reference: a directory added later (the REPL's /add-dir) is a root from then on.
+        self.extra_roots = extra_roots if extra_roots is not None else []
         self.server_parts = server_names(configs)
         self.handlers = ClientHandlers()
         self.servers: dict[str, McpServer] = {
