@@ -27,8 +27,8 @@ def test_prompt_tool_progress_and_status_in_a_terminal(cli, workdir: Path, fake_
         run_line(child, '/templates:review alpha tone="very dry"',
                  "Mounted MCP resource @templates:docs://intro", "Reviewed alpha.")
         child.send("run the slow tool\r")
-        child.expect_exact("Allow?")
-        child.send("y")
+        child.expect_exact("Do you want to proceed?")
+        child.send("1")
         child.expect_exact("mcp__templates__slow")
         child.expect_exact("progress 3/3 step 3")
         child.expect_exact("All done.")
