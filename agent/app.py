@@ -10,8 +10,9 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
+from services.settings import LOCAL_SETTINGS, MergedSettings
 from tools.mcp_tool import mcp_tools
-from tools.permissions import AskHook, PermissionGate, load_settings
+from tools.permissions import AskHook, PermissionGate
 from tools.registry import default_tools
 
 
@@ -23,6 +24,35 @@ class AppOptions:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     interactive: bool = False
+    # The trust boundary (issue 15): whether the folder is trusted, the merged settings of every scope
+    # (already filtered by that trust; `load_boundary` fills it), `--settings` values and `--add-dir`s.
+    trusted: bool = False
+    merged: MergedSettings | None = None
+    settings_flags: list[str] = field(default_factory=list)
+    add_dirs: list[Path] = field(default_factory=list)
+    permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
+
+
+def load_boundary(opts: AppOptions) -> list[str]:
+    """Load every settings scope for `opts.cwd` under its trust, the folder's `.env` (trusted only) and
+    the child-environment policy. Returns the lines to show: warnings, and for an untrusted folder that
+    asked for more than restrictions, the one notice line."""
+    from services import credentials
+    from services.config import read_dotenv, use_dotenv
+    from services.settings import load_settings
+    from services.trust import folder_requests, untrusted_notice
+
+    home = agent_home()
+    merged = load_settings(opts.cwd, home, trusted=opts.trusted, flags=opts.settings_flags)
+    opts.merged = merged
+    use_dotenv(read_dotenv(opts.cwd) if opts.trusted else {})
+    credentials.configure(merged.secret_env, merged.pass_env, merged.env)
+    lines = [f"warning: {w}" for w in merged.warnings]
+    if not opts.trusted:
+        wants = folder_requests(opts.cwd, merged.ignored).wants
+        if wants:
+            lines.append("notice: " + untrusted_notice(opts.cwd, wants))
+    return lines
 
 
 def build_engine(
@@ -46,7 +76,7 @@ def build_engine(
     tools += [SkillTool(skills)] if skills else []
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
-    hooks = CommandHooks(opts.cwd, home)
+    hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted)
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
@@ -72,15 +102,23 @@ def build_engine(
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
-    """Mode and rules from the flags plus `permissions` in settings.json (agent home, then project)."""
-    perms = load_settings([home / "settings.json", opts.cwd / ".agents" / "settings.json"])
-    mode = perms.default_mode if opts.permission_mode == "default" and perms.default_mode else opts.permission_mode
+    """Mode and rules from the flags plus `permissions` of the settings layer (filtered by trust)."""
+    from services.settings import load_settings
+
+    perms = opts.merged or load_settings(opts.cwd, home, trusted=opts.trusted, flags=opts.settings_flags)
+    mode = opts.permission_mode
+    if not opts.permission_mode_set and opts.permission_mode == "default" and perms.default_mode:
+        mode = perms.default_mode
+    dirs = [*opts.add_dirs, *(opts.cwd / Path(d).expanduser() for d in perms.additional_dirs)]
     return PermissionGate(
         mode=mode,  # type: ignore[arg-type]
         ask=ask,
         allowed_tools=[*perms.allow, *opts.allowed_tools],
         disallowed_tools=[*perms.deny, *opts.disallowed_tools],
         ask_tools=list(perms.ask),
+        additional_dirs=[d.resolve() for d in dirs],
+        rules_file=opts.cwd / LOCAL_SETTINGS,
+        home=home,
     )
 
 
@@ -109,7 +147,7 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
         raise ResumeError(str(exc)) from None
 
 
-async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns McpManager | None
+async def start_mcp(cwd: Path, warn=None, opts: AppOptions | None = None):  # noqa: ANN001, ANN201
     """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
 
     Returns None when no server is configured (the SDK is then never imported). Each config problem and
@@ -126,7 +164,10 @@ async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns Mcp
             sys.stderr.write(f"warning: {text}\n")
             sys.stderr.flush()
 
-    configs, warnings = load_config(cwd)
+    # Trust (issue 15): an untrusted folder's .mcp.json is not read; settings servers come filtered.
+    trusted = opts.trusted if opts is not None else False
+    servers = opts.merged.mcp_servers if opts is not None and opts.merged is not None else None
+    configs, warnings = load_config(cwd, trusted=trusted, settings_servers=servers)
     if not configs:
         for text in warnings:
             warn(text)

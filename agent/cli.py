@@ -72,11 +72,17 @@ def run(
         bool, typer.Option("--continue", "-c", help="Resume the most recent session of this project.")
     ] = False,
     resume: Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")] = None,
+    settings_flag: Annotated[
+        list[str] | None, typer.Option("--settings", help="Settings file or JSON object (the flags scope).")
+    ] = None,
+    add_dir: Annotated[
+        list[Path] | None, typer.Option("--add-dir", help="Another directory the tools may read (and write).")
+    ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
 ) -> None:
-    from services.config import ConfigError, Settings, has_credentials, load_dotenv_file
+    from services.config import ConfigError, Settings, agent_home, getenv, has_credentials
 
     if output_format not in OUTPUT_FORMATS:
         fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, got {output_format!r}", EXIT_USAGE)
@@ -88,21 +94,51 @@ def run(
     if not workdir.is_dir():
         fail(f"--cwd {workdir}: not a directory", EXIT_USAGE)
     os.chdir(workdir)
+    dirs = [d.expanduser().resolve() for d in add_dir or []]
+    for d in dirs:
+        if not d.is_dir():
+            fail(f"--add-dir {d}: not a directory", EXIT_USAGE)
+    text = " ".join(prompt or []).strip()
+    interactive = not print_mode and not text and sys.stdin.isatty()
+
+    from agent.app import AppOptions, load_boundary
+    from services.trust import is_trusted
+
+    # Trust (issue 15): decided before anything of the folder's is read. Only the REPL asks.
+    trusted = is_trusted(workdir, agent_home())
+    if interactive and not trusted:
+        from agent.repl import ask_folder_trust
+
+        trusted = ask_folder_trust(workdir, agent_home())
+    opts = AppOptions(
+        cwd=workdir,
+        settings=Settings(),
+        permission_mode=permission_mode,
+        allowed_tools=list(allowed_tools or []),
+        disallowed_tools=list(disallowed_tools or []),
+        interactive=interactive,
+        trusted=trusted,
+        settings_flags=list(settings_flag or []),
+        add_dirs=dirs,
+        permission_mode_set=permission_mode_given(sys.argv[1:]),
+    )
     try:
-        load_dotenv_file(workdir)
+        for line in load_boundary(opts):
+            sys.stderr.write(line + "\n")
         settings = Settings.from_env()
     except ConfigError as exc:
         fail(str(exc))
+    opts.settings = settings
     if model:
         settings.model = model
+    elif opts.merged is not None and opts.merged.model and not getenv("ANTHROPIC_MODEL"):
+        settings.model = opts.merged.model
     if max_turns:
         settings.max_turns = max_turns
     if mock:
         settings.mock = True
         os.environ["QUERY_MOCK"] = "1"
 
-    text = " ".join(prompt or []).strip()
-    interactive = not print_mode and not text and sys.stdin.isatty()
     if not interactive and not text:
         text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
         if not text:
@@ -113,17 +149,8 @@ def run(
             "offline model"
         )
 
-    from agent.app import AppOptions
     from services.trace import trace
 
-    opts = AppOptions(
-        cwd=workdir,
-        settings=settings,
-        permission_mode=permission_mode,
-        allowed_tools=list(allowed_tools or []),
-        disallowed_tools=list(disallowed_tools or []),
-        interactive=interactive,
-    )
     trace("cli.start", mode="repl" if interactive else "oneshot")
     try:
         if interactive:
@@ -152,7 +179,16 @@ def with_resume_sentinel(argv: list[str]) -> list[str]:
     return out
 
 
+def permission_mode_given(argv: list[str]) -> bool:
+    return any(a == "--permission-mode" or a.startswith("--permission-mode=") for a in argv)
+
+
 def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == ["trust"]:  # `agent trust ...` (issue 15); before typer, which takes words as the prompt
+        from agent.trust_cli import main as trust_main
+
+        sys.exit(trust_main(argv[1:]))
     try:
         app(args=with_resume_sentinel(sys.argv[1:]), prog_name="agent")
     except KeyboardInterrupt:

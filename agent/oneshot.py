@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 import traceback
@@ -22,6 +21,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.messages import message_text
+from services.trace import enabled as trace_enabled
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_turns": 3, "aborted": 130}
 SUBTYPES = {
@@ -128,7 +128,7 @@ async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     # MCP (issue 8): servers connect before the engine is built and are closed on every way out.
-    mcp = await start_mcp(opts.cwd)
+    mcp = await start_mcp(opts.cwd, opts=opts)
     try:
         return await _run_engine(opts, prompt, fmt, loaded, mcp)
     finally:
@@ -171,7 +171,7 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
         async for ev in engine.run_turn(prompt, inject_before=inject or None):
             printer.event(ev)
     except Exception as exc:  # a bug in a stage must still end with one line and exit 1, not a traceback
-        if os.environ.get("TRACE") == "1":
+        if trace_enabled():
             traceback.print_exc()
         crashed = Terminal("error", 0, f"internal error: {type(exc).__name__}: {exc}")
     finally:

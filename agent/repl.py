@@ -414,7 +414,7 @@ class Repl:
 
     async def start_mcp(self) -> None:
         """Connect MCP servers (if any are configured): their tools, `/mcp` and prompt commands."""
-        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"))
+        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"), opts=self.opts)
         register_mcp_commands(self.router, self.mcp)
         if self.mcp is not None:
             tools = mcp_tools(self.mcp)
@@ -464,6 +464,59 @@ class Repl:
             self.engine.close()
             if self.mcp is not None:
                 await self.mcp.close()
+
+
+def ask_folder_trust(cwd: Path, home: Path) -> bool:
+    """Issue 15: on first open of a folder with its own configuration, ask once whether to trust it.
+
+    The answer is recorded in the agent home either way ("no" is not asked again: `agent trust` changes
+    it). A folder without project configuration is not asked about and stays untrusted.
+    """
+    from services.settings import load_settings
+    from services.trust import folder_requests, trust
+
+    requests = folder_requests(cwd, load_settings(cwd, home, trusted=False).ignored)
+    if not requests.has_config or _trust_answered(cwd, home):
+        return False
+    out = sys.stderr
+    out.write(f"\nThis folder has its own agent configuration: {cwd}\n")
+    out.write(f"Files: {', '.join(requests.files)}\n")
+    for want in requests.wants or ["only restrictions (deny/ask rules)"]:
+        out.write(f"  - {want}\n")
+    out.write("Trusting it lets these run and apply. Only trust folders whose contents you trust.\n")
+    out.write("Trust this folder? [y/N] ")
+    out.flush()
+    try:
+        answer = sys.stdin.readline().strip().lower()
+    except (KeyboardInterrupt, EOFError, OSError):
+        answer = ""
+    _record_answer(cwd, home)
+    if answer in ("y", "yes"):
+        trust(cwd, home)
+        out.write("Trusted. (agent trust --revoke undoes it.)\n")
+        return True
+    out.write("Not trusted: only its deny/ask rules apply. (agent trust trusts it later.)\n")
+    return False
+
+
+def _answered_file(home: Path) -> Path:
+    return home / "trust-asked.txt"
+
+
+def _trust_answered(cwd: Path, home: Path) -> bool:
+    try:
+        return str(cwd.resolve()) in _answered_file(home).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+
+
+def _record_answer(cwd: Path, home: Path) -> None:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with _answered_file(home).open("a", encoding="utf-8") as fh:
+            fh.write(str(cwd.resolve()) + "\n")
+    except OSError:
+        pass
 
 
 def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None) -> int:

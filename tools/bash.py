@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -17,7 +18,6 @@ MAX_TIMEOUT_MS = 600_000
 HARD_CAP_BYTES = 5 * 1024 * 1024
 KILL_GRACE_S = 1.0
 PREVIEW_CHARS = 1000
-SCRUBBED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
 # which writes the final directory to a file; positional parameters are cleared first.
@@ -94,7 +94,9 @@ class BashTool(Tool):
             note = f"[The working directory {cwd} no longer exists; ran in {ctx.project_root} instead.]\n"
             cwd = Path(ctx.project_root)
             ctx.session.cwd = cwd
-        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        # The agent's credentials never reach the command (services/credentials.py); BASH_ENV and ENV
+        # would make bash source a file before the command: only the user's own environment sets them.
+        env = child_env()
         fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
         os.close(fd)
         started = time.monotonic()

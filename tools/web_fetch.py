@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import re
 import socket
 from collections.abc import Awaitable, Callable
@@ -25,6 +24,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from services.config import getenv
 from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
 
@@ -59,7 +59,7 @@ class UrlRefused(ToolError):
 
 
 def _env_allows_private() -> bool:
-    return os.environ.get("WEBFETCH_ALLOW_PRIVATE", "").strip().lower() in ("1", "true", "yes", "on")
+    return (getenv("WEBFETCH_ALLOW_PRIVATE") or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:

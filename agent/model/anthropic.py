@@ -15,7 +15,7 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.config import env_int
+from services.config import client_options, env_int
 from services.messages import INVALID_INPUT_KEY, assistant_message
 from services.model_types import ModelError, ModelEvent, ModelRequest, ModelResponse, Retrying, TextDelta
 from services.trace import trace
@@ -148,7 +148,7 @@ class AnthropicModel:
         if self._client is None:
             import anthropic  # noqa: PLC0415 - the SDK takes ~1 s to import; only now is it needed
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout)
+            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout, **client_options())
         return self._client
 
     def __call__(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from services.config import env_flag, env_int
+from services.config import env_flag, env_int, getenv
 
 # The seed's 80000 chars (~20k tokens, a tenth of a 200k window) keeps so little that each new tool
 # result is a large share of every request: in bench/context_economy.py no policy then reaches a 0.9
@@ -40,7 +39,7 @@ class CompactOptions:
 
     @classmethod
     def from_env(cls) -> CompactOptions:
-        enabled = os.environ.get("COMPACT") != "0"
+        enabled = getenv("COMPACT") != "0"
         return cls(
             enabled=enabled,
             threshold=env_int("COMPACT_THRESHOLD_CHARS", DEFAULT_THRESHOLD_CHARS, minimum=1),
