@@ -157,10 +157,13 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
         if interrupts > 1 or not engine.abort():
             raise SystemExit(130)
 
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
-        pass
+    # SIGTERM and SIGHUP end the run the way Ctrl-C does (issue 15): the turn is aborted, its Bash process
+    # groups are killed, MCP servers are closed on the way out, and the transcript stays valid.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, on_sigint)
+        except (NotImplementedError, RuntimeError):
+            pass
     crashed: Terminal | None = None
     inject = None
     if mcp is not None:  # @server:uri mentions are read and injected before the prompt

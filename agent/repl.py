@@ -180,6 +180,7 @@ class Repl:
         self._last_idle_interrupt: float | None = None
         self._turn_task: asyncio.Task | None = None
         self._aborting = False
+        self._terminating = False
         self._ask_lock = asyncio.Lock()
         # Esc-to-interrupt needs the real terminal (cbreak mode + a reader on stdin).
         if raw_stdin is None:
@@ -263,6 +264,19 @@ class Repl:
             if self.engine.abort():
                 return
         task.cancel()
+
+    def _terminate(self) -> None:
+        """SIGTERM / SIGHUP (issue 15): end like Ctrl-C ends a turn, then leave the REPL."""
+        self._terminating = True
+        task = self._turn_task
+        if task is not None and not task.done():
+            self._aborting = True
+            if not self.engine.abort():
+                task.cancel()
+        for session in (self.session, self._question_session):
+            app = session.app
+            if app.is_running:
+                app.exit(exception=EOFError())
 
     def _esc(self) -> None:
         task = self._turn_task
@@ -429,6 +443,12 @@ class Repl:
 
     async def run(self, continue_: bool = False, resume: str | None = None) -> int:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
+        self._terminating = False
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                asyncio.get_running_loop().add_signal_handler(sig, self._terminate)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         from agent.commands import cmd_resume
         from services.session import PICK_SESSION
 
@@ -454,11 +474,13 @@ class Repl:
                     self.say("Press Ctrl-C again to exit", "dim")
                     continue
                 except EOFError:
-                    return EXIT_OK
+                    return EXIT_INTERRUPTED if self._terminating else EXIT_OK
                 self._last_idle_interrupt = None
                 code = await self.handle_line(line)
                 if code is not None:
                     return code
+                if self._terminating:
+                    return EXIT_INTERRUPTED
         finally:
             self.renderer.close()
             self.engine.close()

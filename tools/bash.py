@@ -134,8 +134,11 @@ class BashTool(Tool):
 
             reader = asyncio.ensure_future(pump())
             timed_out = False
+            both = asyncio.gather(reader, proc.wait())
+            # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
+            both.add_done_callback(lambda f: f.cancelled() or f.exception())
             try:
-                await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), timeout_ms / 1000)
+                await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
             except TimeoutError:
                 timed_out = True
                 _kill_group(proc.pid, signal.SIGTERM)
