@@ -231,7 +231,7 @@ class Repl:
             self._stop_esc_reader()
             try:
                 answer = await self._question(
-                    "Allow? [y] once · [a] always (this session) · [n] deny: ", key_bindings=_answer_bindings()
+                    "Allow? [y] once · [a] always (saved rule) · [n] deny: ", key_bindings=_answer_bindings()
                 )
             except (KeyboardInterrupt, EOFError):
                 answer = "n"
@@ -245,7 +245,10 @@ class Repl:
                 self.say("Allowed once.", "dim")
                 result: Answer = "once"
             elif answer in ("a", "always"):
-                self.say(f"Allowed {request.tool.name} for this session.", "dim")
+                rule = getattr(request, "always_rule", None)
+                # Issue 15: the exact rule saved to .agents/settings.local.json, or none for this call.
+                self.say(f"Always allowed: {rule} (saved to .agents/settings.local.json)." if rule
+                         else "Allowed once: no rule can be saved for this call.", "dim")
                 result = "always"
             else:
                 self.say("Denied.", "yellow")

@@ -13,8 +13,8 @@ warning naming the file and the field, and only that part is ignored.
 
 The project and local scopes live inside the repository, so an attacker who controls the repository
 controls them. Until the folder is trusted they may only restrict: their deny and ask rules (and a
-`plan` default mode) apply; allow rules, a permissive defaultMode, hooks, env, MCP servers and
-directories are dropped and listed in `ignored` for the one notice line.
+`plan` default mode) apply; allow rules, a permissive defaultMode, hooks, env, MCP servers, the model
+and directories are dropped and listed in `ignored` for the one notice line.
 """
 
 from __future__ import annotations
@@ -180,6 +180,8 @@ def _merge_file(out: MergedSettings, f: SettingsFile, trusted: bool) -> None:
     if "model" in data:
         if not isinstance(data["model"], str) or not data["model"].strip():
             w.append(f"{where('model')}: must be a non-empty string; ignored")
+        elif restricted:
+            out.ignored.append(f"model {data['model'].strip()}")  # what you pay for is your choice
         else:
             out.model = data["model"].strip()
     if "mcpServers" in data:
