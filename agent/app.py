@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.context import SystemPromptBuilder
 from agent.deps import QueryDeps, production_deps
@@ -24,12 +25,25 @@ class AppOptions:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     interactive: bool = False
+    # Claude Code's flags (issue 19).
+    add_dirs: list[Path] = field(default_factory=list)
+    system_prompt: str | None = None  # replaces ours
+    append_system_prompt: str | None = None
+    tools: list[str] | None = None  # the built-in tools to offer (None: all)
+    mcp_configs: list[dict[str, Any]] = field(default_factory=list)  # --mcp-config objects
+    strict_mcp_config: bool = False
+    extra_settings: dict[str, Any] | None = None  # --settings
+    setting_sources: list[str] | None = None  # --setting-sources (None: all)
+    session_id: str | None = None
+    persist_session: bool = True
+    fallback_model: str | None = None
+    betas: list[str] = field(default_factory=list)
+    headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
     # The trust boundary (issue 15): whether the folder is trusted, the merged settings of every scope
     # (already filtered by that trust; `load_boundary` fills it), `--settings` values and `--add-dir`s.
     trusted: bool = False
     merged: MergedSettings | None = None
     settings_flags: list[str] = field(default_factory=list)
-    add_dirs: list[Path] = field(default_factory=list)
     permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
 
 
@@ -39,12 +53,9 @@ def load_boundary(opts: AppOptions) -> list[str]:
     asked for more than restrictions, the one notice line."""
     from services import credentials
     from services.config import read_dotenv, use_dotenv
-    from services.settings import load_settings
     from services.trust import folder_requests, untrusted_notice
 
-    home = agent_home()
-    merged = load_settings(opts.cwd, home, trusted=opts.trusted, flags=opts.settings_flags)
-    opts.merged = merged
+    merged = opts.merged = _load_settings(opts, agent_home())
     use_dotenv(read_dotenv(opts.cwd) if opts.trusted else {})
     credentials.configure(merged.secret_env, merged.pass_env, merged.env)
     lines = [f"warning: {w}" for w in merged.warnings]
@@ -53,6 +64,14 @@ def load_boundary(opts: AppOptions) -> list[str]:
         if wants:
             lines.append("notice: " + untrusted_notice(opts.cwd, wants))
     return lines
+
+
+def _load_settings(opts: AppOptions, home: Path) -> MergedSettings:
+    from services.settings import load_settings
+
+    extra = [opts.extra_settings] if opts.extra_settings is not None else None
+    return load_settings(opts.cwd, home, trusted=opts.trusted, flags=opts.settings_flags, extra=extra,
+                         sources=opts.setting_sources)
 
 
 def build_engine(
@@ -74,6 +93,9 @@ def build_engine(
     )
     tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
+    if opts.tools is not None:  # --tools: only these built-ins (MCP tools are chosen by --mcp-config)
+        wanted = set(opts.tools)
+        tools = [t for t in tools if t.name in wanted]
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
     hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted)
@@ -87,9 +109,18 @@ def build_engine(
     )
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
-    engine = QueryEngine(config, tools, deps or production_deps(mock=settings.mock), gate=gate, hooks=hooks)
+    engine = QueryEngine(config, tools, deps or production_deps(
+        mock=settings.mock, betas=opts.betas,
+        fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
+                         gate=gate, hooks=hooks, session_id=opts.session_id, persist=opts.persist_session)
     # Context, skills and hooks (issue 7): the prompt is rebuilt per session / when memory changes.
-    engine.prompt_source = lambda: prompt.build(engine.session_id)
+    # --system-prompt replaces it (an empty one included, as the Agent SDK sends by default).
+    def prompt_source() -> str:
+        base = opts.system_prompt if opts.system_prompt is not None else prompt.build(engine.session_id)
+        extra = opts.append_system_prompt
+        return f"{base}\n\n{extra}" if base and extra else (base or extra or "")
+
+    engine.prompt_source = prompt_source
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
     engine.prompt_builder = prompt
@@ -103,9 +134,7 @@ def build_engine(
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
     """Mode and rules from the flags plus `permissions` of the settings layer (filtered by trust)."""
-    from services.settings import load_settings
-
-    perms = opts.merged or load_settings(opts.cwd, home, trusted=opts.trusted, flags=opts.settings_flags)
+    perms = opts.merged or _load_settings(opts, home)
     mode = opts.permission_mode
     if not opts.permission_mode_set and opts.permission_mode == "default" and perms.default_mode:
         mode = perms.default_mode
@@ -119,6 +148,7 @@ def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> Permission
         additional_dirs=[d.resolve() for d in dirs],
         rules_file=opts.cwd / LOCAL_SETTINGS,
         home=home,
+        headless=opts.headless,
     )
 
 
@@ -147,16 +177,18 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
         raise ResumeError(str(exc)) from None
 
 
-async def start_mcp(cwd: Path, warn=None, opts: AppOptions | None = None):  # noqa: ANN001, ANN201
+async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = None,  # noqa: ANN001, ANN201
+                    strict: bool = False, opts: AppOptions | None = None):
     """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
 
     Returns None when no server is configured (the SDK is then never imported). Each config problem and
     each failed server is reported once through `warn` (stderr by default). The caller passes the
     manager to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
     """
+    import os
     import sys
 
-    from services.mcp.config import load_config
+    from services.mcp.config import load_config, load_data
     from services.mcp.manager import McpManager
 
     if warn is None:
@@ -165,9 +197,18 @@ async def start_mcp(cwd: Path, warn=None, opts: AppOptions | None = None):  # no
             sys.stderr.flush()
 
     # Trust (issue 15): an untrusted folder's .mcp.json is not read; settings servers come filtered.
-    trusted = opts.trusted if opts is not None else False
+    if opts is not None:
+        trusted = opts.trusted
+    else:  # e.g. `agent doctor`: the recorded trust
+        from services.trust import is_trusted
+
+        trusted = is_trusted(cwd, agent_home())
     servers = opts.merged.mcp_servers if opts is not None and opts.merged is not None else None
-    configs, warnings = load_config(cwd, trusted=trusted, settings_servers=servers)
+    configs, warnings = ({}, []) if strict else load_config(cwd, trusted=trusted, settings_servers=servers)
+    for i, data in enumerate(extra or []):  # --mcp-config objects (the user's command line); later ones win
+        found, warns = load_data(data, f"--mcp-config #{i + 1}", os.environ)
+        configs.update(found)
+        warnings.extend(warns)
     if not configs:
         for text in warnings:
             warn(text)

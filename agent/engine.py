@@ -56,6 +56,7 @@ class QueryEngine:
         gate: PermissionGate | None = None,
         hooks: Hooks = NO_HOOKS,
         session_id: str | None = None,
+        persist: bool = True,
     ):
         self.config = config
         self.tools = tools
@@ -76,13 +77,14 @@ class QueryEngine:
         self.skills: list[Any] = []
         self._session_start_source: str | None = "startup"
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
+        self.persist = persist
         self._start_session(session_id or new_session_id())
 
     # -- session lifecycle -------------------------------------------------------------------
     def _start_session(self, session_id: str) -> None:
         self.session_id = session_id
         self.paths = SessionPaths.for_session(self.config.cwd, session_id)
-        self.transcript = Transcript(self.paths.transcript)
+        self.transcript = Transcript(self.paths.transcript, persist=self.persist)
         self.messages: list[Message] = []
         self.replacement_state = ContentReplacementState()
         self.autocompact_state: dict[str, Any] = {}
@@ -142,6 +144,21 @@ class QueryEngine:
         todos = latest_todos(self.messages, loaded.records)
         if todos is not None:
             self.state.extras["todos"] = todos
+
+    def fork(self, session_id: str) -> None:
+        """Go on under a new session id (`--fork-session`): the transcript so far is copied, the original
+        session is left as it was."""
+        import shutil
+
+        old = self.paths.transcript
+        self.transcript.close()
+        self.session_id = session_id
+        self.paths = SessionPaths.for_session(self.config.cwd, session_id)
+        if self.persist and old.is_file():
+            self.paths.transcript.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            shutil.copyfile(old, self.paths.transcript)
+            os.chmod(self.paths.transcript, 0o600)
+        self.transcript = Transcript(self.paths.transcript, persist=self.persist)
 
     @property
     def session_dir(self) -> Path:

@@ -444,7 +444,7 @@ class Repl:
         exc = context.get("exception")
         trace("repl.loop_exception", message=context.get("message", ""), error=type(exc).__name__ if exc else "")
 
-    async def run(self, continue_: bool = False, resume: str | None = None) -> int:
+    async def run(self, continue_: bool = False, resume: str | None = None, initial_prompt: str | None = None) -> int:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         self._terminating = False
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -464,6 +464,10 @@ class Repl:
             return code
         try:
             await self.start_mcp()
+            if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
+                code = await self.handle_line(initial_prompt)
+                if code is not None:
+                    return code
             while True:
                 try:
                     typed, self._typeahead = self._typeahead.strip("\n"), ""
@@ -544,10 +548,11 @@ def _record_answer(cwd: Path, home: Path) -> None:
         pass
 
 
-def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None) -> int:
+def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None,
+             initial_prompt: str | None = None) -> int:
     repl = Repl(opts)
     try:
-        return asyncio.run(repl.run(continue_=continue_, resume=resume))
+        return asyncio.run(repl.run(continue_=continue_, resume=resume, initial_prompt=initial_prompt))
     except KeyboardInterrupt:  # a SIGINT that landed between the prompt and a turn
         sys.stderr.write("Interrupted\n")
         return EXIT_INTERRUPTED

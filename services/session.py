@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,8 @@ class TranscriptError(Exception):
 
 
 def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    """A UUID, as Claude Code's session ids are (scripts and SDK clients pass them back)."""
+    return str(uuid.uuid4())
 
 
 @dataclass
@@ -48,13 +48,17 @@ class SessionPaths:
 
 
 class Transcript:
-    """Appends records; each is written and flushed at once, so a kill -9 loses at most one line."""
+    """Appends records; each is written and flushed at once, so a kill -9 loses at most one line.
+    With `persist=False` (`--no-session-persistence`) nothing is written."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, persist: bool = True):
         self.path = path
+        self.persist = persist
         self._fh = None
 
     def append(self, record: dict[str, Any]) -> None:
+        if not self.persist:
+            return
         if self._fh is None:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -213,12 +213,18 @@ def merge(files: list[SettingsFile], trusted: bool, warnings: list[str] | None =
 
 
 def load_settings(
-    cwd: Path, home: Path, *, trusted: bool, flags: list[str] | None = None
+    cwd: Path, home: Path, *, trusted: bool, flags: list[str] | None = None,
+    extra: list[dict[str, Any]] | None = None, sources: list[str] | None = None,
 ) -> MergedSettings:
-    """Every scope's settings for `cwd`, merged; the project and local scopes only restrict unless trusted."""
+    """Every scope's settings for `cwd`, merged; the project and local scopes only restrict unless trusted.
+
+    `flags`: `--settings` values (a file or JSON text); `extra`: already-parsed flag-scope objects;
+    `sources`: Claude Code's `--setting-sources` (which of user/project/local to read; flags always)."""
     warnings: list[str] = []
     files: list[SettingsFile] = []
     for scope, path in scoped_files(cwd, home):
+        if sources is not None and scope not in sources:
+            continue
         data = read_json_object(path, warnings)
         if data is not None:
             files.append(SettingsFile(scope, str(path), data))
@@ -226,6 +232,7 @@ def load_settings(
         f = flag_settings(value, warnings)
         if f is not None:
             files.append(f)
+    files.extend(SettingsFile("flags", "--settings", d) for d in extra or [] if isinstance(d, dict))
     return merge(files, trusted, warnings)
 
 

@@ -61,6 +61,7 @@ class PermissionRequest:
     input: dict[str, Any]
     label: str
     reason: str = ""
+    tool_use_id: str = ""
     # The whole command or target, escape sequences made visible, never truncated (issue 15 -> 20).
     display: str = ""
     # The exact rule an "always" answer stores (saved to the local settings file); None: not offered.
@@ -69,14 +70,39 @@ class PermissionRequest:
 
 
 @dataclass
+class PermissionResult:
+    """A richer answer than `Answer`, from hosts that can give one (the SDK's can_use_tool): the input to
+    run instead (`updated_input`), the denial text the model gets (`message`), or an interrupt."""
+
+    answer: Answer
+    updated_input: dict[str, Any] | None = None
+    message: str = ""
+    interrupt: bool = False
+
+
+@dataclass
 class Verdict:
     allowed: bool
     message: str = ""
     # A denial by the user in the REPL ends the turn; a policy denial in one-shot does not.
     end_turn: bool = False
+    # The input to run with, when the host changed it (PermissionResult.updated_input).
+    updated_input: dict[str, Any] | None = None
 
 
-AskHook = Callable[[PermissionRequest], Awaitable[Answer]]
+AskHook = Callable[[PermissionRequest], Awaitable[Answer | PermissionResult]]
+
+
+def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
+    """Claude Code's wording when nobody can be asked (`-p`): the permission was not granted."""
+    target = None
+    try:
+        target = tool.permission_target(input)
+    except Exception:
+        pass
+    if target is not None and target[0] == "path" and not tool.is_read_only(input):
+        return f"Claude requested permissions to write to {ctx.resolve(target[1])}, but you haven't granted it yet."
+    return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 
 @dataclass(frozen=True)
@@ -260,6 +286,10 @@ class PermissionGate:
     rules_file: Path | None = None
     home: Path | None = None
     notices: list[str] = field(default_factory=list)  # e.g. a rules file that could not be written
+    # One-shot and SDK runs: with nobody to ask, a denial tells the model the permission was not granted.
+    headless: bool = False
+    # Every denial of the current task, as Claude Code reports them (`permission_denials`).
+    denials: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -370,6 +400,12 @@ class PermissionGate:
 
     # -- the decision --
     async def authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
+        verdict = await self._authorize(tool, input, ctx)
+        if not verdict.allowed:
+            self.denials.append({"tool_name": tool.name, "tool_use_id": ctx.tool_use_id, "tool_input": input})
+        return verdict
+
+    async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
         target = _target(tool, input)
         parsed = parse_command(target[1]) if target and target[0] == "command" and tool.name == "Bash" else None
         if self._match(self._rules(self.disallowed_tools), tool, input, ctx, parsed, any_part=True):
@@ -411,15 +447,19 @@ class PermissionGate:
                 return Verdict(False, f"Refused: {tool.name} {read_reason}. Only the working directory and "
                                       "directories added with --add-dir can be read in this mode; ask the user "
                                       "to re-run with --add-dir <dir> if this file is needed.")
-            return Verdict(False, REJECT_MESSAGE)
+            return Verdict(False, headless_denial(tool, input, ctx) if self.headless else REJECT_MESSAGE)
         always = None if reasons and any(not r.startswith("matches the ask rule") for r in reasons) \
             else self.always_rule_for(tool, input, ctx, parsed)
         request = PermissionRequest(
-            tool, input, tool.describe(input), "; ".join(reasons),
+            tool, input, tool.describe(input), "; ".join(reasons), ctx.tool_use_id,
             display=self.display_for(tool, input), always_rule=always,
             cwd=str(ctx.session.cwd) if Path(ctx.session.cwd) != Path(ctx.project_root) else "",
         )
         answer = await self.ask(request)
+        if isinstance(answer, PermissionResult):
+            if answer.answer == "deny":
+                return Verdict(False, answer.message or REJECT_MESSAGE, end_turn=answer.interrupt)
+            return Verdict(True, updated_input=answer.updated_input)
         if answer == "always":
             if always is not None:
                 self.remember(always)
