@@ -40,10 +40,9 @@ class AppOptions:
     betas: list[str] = field(default_factory=list)
     headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
     # The trust boundary (issue 15): whether the folder is trusted, the merged settings of every scope
-    # (already filtered by that trust; `load_boundary` fills it), `--settings` values and `--add-dir`s.
+    # (already filtered by that trust; `load_boundary` fills it).
     trusted: bool = False
     merged: MergedSettings | None = None
-    settings_flags: list[str] = field(default_factory=list)
     permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
 
 
@@ -70,8 +69,7 @@ def _load_settings(opts: AppOptions, home: Path) -> MergedSettings:
     from services.settings import load_settings
 
     extra = [opts.extra_settings] if opts.extra_settings is not None else None
-    return load_settings(opts.cwd, home, trusted=opts.trusted, flags=opts.settings_flags, extra=extra,
-                         sources=opts.setting_sources)
+    return load_settings(opts.cwd, home, trusted=opts.trusted, extra=extra, sources=opts.setting_sources)
 
 
 def build_engine(

@@ -4,7 +4,7 @@ Scopes, lowest first (a later scope's scalar wins; lists and maps add up):
   user     `~/.claude/settings.json` (or `$CLAUDE_CONFIG_DIR/settings.json`), `$AGENT_HOME/settings.json`
   project  `.claude/settings.json`, `.agents/settings.json`
   local    `.claude/settings.local.json`, `.agents/settings.local.json`
-  flags    `--settings FILE|JSON`
+  flags    `--settings FILE|JSON` (parsed by the CLI)
 
 Fields read here: `permissions.{allow,ask,deny,defaultMode,additionalDirectories}`, `hooks`, `env`,
 `model`, `mcpServers`, `secretEnv` (more variable names kept from children) and `passEnv` (secret
@@ -96,27 +96,6 @@ def read_json_object(path: Path, warnings: list[str]) -> dict[str, Any] | None:
         warnings.append(f"settings {path}: the top level must be a JSON object; ignored")
         return None
     return data
-
-
-def flag_settings(value: str, warnings: list[str]) -> SettingsFile | None:
-    """`--settings` takes a file path or an inline JSON object."""
-    text = value.strip()
-    if text.startswith("{"):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            warnings.append(f"settings --settings: invalid JSON ({exc.msg}); ignored")
-            return None
-        if not isinstance(data, dict):
-            warnings.append("settings --settings: must be a JSON object; ignored")
-            return None
-        return SettingsFile("flags", "--settings", data)
-    path = Path(text).expanduser()
-    if not path.is_file():
-        warnings.append(f"settings --settings {path}: no such file; ignored")
-        return None
-    data = read_json_object(path, warnings)
-    return SettingsFile("flags", str(path), data) if data is not None else None
 
 
 def _strings(value: Any, where: str, warnings: list[str]) -> list[str]:
@@ -213,13 +192,13 @@ def merge(files: list[SettingsFile], trusted: bool, warnings: list[str] | None =
 
 
 def load_settings(
-    cwd: Path, home: Path, *, trusted: bool, flags: list[str] | None = None,
-    extra: list[dict[str, Any]] | None = None, sources: list[str] | None = None,
+    cwd: Path, home: Path, *, trusted: bool, extra: list[dict[str, Any]] | None = None,
+    sources: list[str] | None = None,
 ) -> MergedSettings:
     """Every scope's settings for `cwd`, merged; the project and local scopes only restrict unless trusted.
 
-    `flags`: `--settings` values (a file or JSON text); `extra`: already-parsed flag-scope objects;
-    `sources`: Claude Code's `--setting-sources` (which of user/project/local to read; flags always)."""
+    `extra`: flag-scope objects (`--settings`, parsed by the CLI); `sources`: Claude Code's
+    `--setting-sources` (which of user/project/local to read; the flags scope always counts)."""
     warnings: list[str] = []
     files: list[SettingsFile] = []
     for scope, path in scoped_files(cwd, home):
@@ -228,10 +207,6 @@ def load_settings(
         data = read_json_object(path, warnings)
         if data is not None:
             files.append(SettingsFile(scope, str(path), data))
-    for value in flags or []:
-        f = flag_settings(value, warnings)
-        if f is not None:
-            files.append(f)
     files.extend(SettingsFile("flags", "--settings", d) for d in extra or [] if isinstance(d, dict))
     return merge(files, trusted, warnings)
 

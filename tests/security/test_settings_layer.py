@@ -43,7 +43,7 @@ def test_scopes_merge_in_claude_codes_order(tree, tmp_path):
     j(cwd / ".claude/settings.json", {"model": "from-project", "permissions": {"deny": ["Bash(rm:*)"]}})
     j(cwd / ".agents/settings.json", {"env": {"A": "project"}, "permissions": {"allow": ["Bash(ls:*)"]}})
     j(cwd / ".agents/settings.local.json", {"permissions": {"defaultMode": "acceptEdits"}, "model": "from-local"})
-    s = load_settings(cwd, home, trusted=True, flags=['{"model": "from-flag", "permissions": {"ask": ["Edit"]}}'])
+    s = load_settings(cwd, home, trusted=True, extra=[{"model": "from-flag", "permissions": {"ask": ["Edit"]}}])
     assert s.model == "from-flag"
     assert s.allow == ["Read", "Bash(ls:*)"] and s.deny == ["Bash(rm:*)"] and s.ask == ["Edit"]
     assert s.default_mode == "acceptEdits" and s.env == {"A": "project"} and s.ignored == [] and s.warnings == []
@@ -89,12 +89,13 @@ def test_malformed_settings_name_the_file_and_field(tree, content, field):
     assert len(s.warnings) == 1 and str(path) in s.warnings[0] and field in s.warnings[0], s.warnings
 
 
-def test_settings_flag_takes_a_file_or_json(tree, tmp_path):
+def test_setting_sources_choose_the_files_and_flags_always_count(tree, tmp_path):
     home, cwd = tree
-    j(tmp_path / "flags.json", {"permissions": {"deny": ["WebFetch"]}})
-    s = load_settings(cwd, home, trusted=False, flags=[str(tmp_path / "flags.json"), '{"model": "m"}', "{bad",
-                                                      str(tmp_path / "missing.json")])
-    assert s.deny == ["WebFetch"] and s.model == "m" and len(s.warnings) == 2
+    j(home / "settings.json", {"permissions": {"deny": ["A"]}})
+    j(cwd / ".agents/settings.json", {"permissions": {"deny": ["B"]}})
+    j(cwd / ".agents/settings.local.json", {"permissions": {"deny": ["C"]}})
+    s = load_settings(cwd, home, trusted=True, sources=["project"], extra=[{"permissions": {"deny": ["D"]}}])
+    assert s.deny == ["B", "D"]
 
 
 def test_trust_records_cover_subfolders_and_revoke(tree):
