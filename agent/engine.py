@@ -118,6 +118,7 @@ class QueryEngine:
 
     def replace_history(self, messages: list[Message]) -> None:
         self.messages = list(messages)
+        self.replacement_state.history_replaced()  # a compaction boundary voids position-based decisions
         self._write({"type": "history_replaced", "messages": self.messages})
 
     def clear(self) -> None:
@@ -219,6 +220,8 @@ class QueryEngine:
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
         if text:
+            # No meta: the user's own words (every injected message carries a meta key saying where it came
+            # from), which retain and autocompact keep verbatim (services/compact/retain.py: is_user_own).
             self.append_message(user_message(text))
         params = QueryParams(
             messages=self.messages,

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from agent.deps import QueryDeps
 from services.compact.autocompact import AutocompactContext
-from services.compact.budget import decide_new_results
+from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions
-from services.compact.pipeline import run_outbound_pipeline, visible_result_ids
+from services.compact.pipeline import run_outbound_pipeline, sent_whole_ids
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv
 from services.events import (
@@ -41,6 +41,7 @@ from services.messages import (
     user_message,
 )
 from services.model_types import ModelError, ModelRequest, ModelResponse, RawStreamEvent, Retrying, TextDelta
+from services.request_check import ensure_valid
 from services.trace import trace
 from tools.base import Tool, ToolContext
 from tools.orchestration import BatchOutcome, ToolRunner
@@ -148,6 +149,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             compacted = await deps.autocompact(messages, actx)
             if compacted is not None:
                 messages = list(compacted.messages)
+                params.replacement_state.history_replaced()
                 for rec in compacted.records:
                     yield RecordEvent(rec)
                 yield HistoryReplacedEvent(list(messages))
@@ -162,10 +164,13 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             yield RecordEvent(rec)
         for kind, text in piped.notices:
             yield NoticeEvent(kind, text)
-        visible = visible_result_ids(messages, piped.messages)
+        visible = sent_whole_ids(piped.messages, params.replacement_state)
         ctx.is_visible = visible.__contains__
 
-        request = ModelRequest(to_api(piped.messages), params.system, tool_specs, params.model, params.max_tokens)
+        # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
+        # sent broken; under AGENT_STRICT_REQUESTS=1 (the test suite) it fails loudly instead.
+        outbound = ensure_valid(to_api(piped.messages), params.system, tool_specs)
+        request = ModelRequest(outbound, params.system, tool_specs, params.model, params.max_tokens)
         trace("api.request", messages=len(request.messages), tools=len(tool_specs), model=params.model)
         response: ModelResponse | None = None
         streamed: list[str] = []
@@ -238,7 +243,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             else:
                 yield item
         assert outcome is not None
-        results_msg = user_message(list(outcome.results))
+        results_msg = mark_empty_results(assistant, user_message(list(outcome.results)))
         if params.compact.enabled:
             # Stage 1 decides now, so the history and the transcript keep the pointer, not the original.
             decided = decide_new_results(assistant, results_msg, params.replacement_state, params.compact, env)

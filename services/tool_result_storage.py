@@ -1,6 +1,6 @@
 """Spill files: where a too-large tool result goes, and the pointer the model sees instead.
 
-A spilled result is written once to `<session dir>/tool-results/<tool_use_id>.txt` (directory 0700,
+A spilled result is written once to `<session dir>/tool-results/<id>-<hash of id>.txt` (directory 0700,
 file 0600, exclusive create: a repeat finds the file and is a no-op). The model gets a
 `<persisted-output>` pointer with the size, the absolute path and a preview, so it can Read the rest.
 Truncation destroys; spilling relocates.
@@ -8,10 +8,13 @@ Truncation destroys; spilling relocates.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+
+from services.tokens import text_units
 
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
 PERSISTED_OUTPUT_CLOSE = "</persisted-output>"
@@ -30,23 +33,46 @@ def format_size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
+def _units_prefix(text: str, limit: int) -> int:
+    """The longest prefix length of `text` whose size in units (services.tokens.text_units) is <= limit."""
+    if text.isascii():
+        return min(len(text), limit)
+    lo, hi = 0, min(len(text), limit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if text_units(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def make_preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, bool]:
-    """The first `limit` code points, cut back to the last newline when it lies past half of them.
+    """The first `limit` units (code points for ASCII; fewer CJK characters, which cost more tokens),
+    cut back to the last newline when it lies past half of them.
 
     Python strings are code-point sequences, so a slice never splits a character (CJK, emoji).
     Returns (preview, has_more).
     """
-    if len(text) <= limit:
+    end = _units_prefix(text, limit)
+    if end >= len(text):
         return text, False
-    head = text[:limit]
+    head = text[:end]
     nl = head.rfind("\n")
-    if nl > limit // 2:
+    if nl > end // 2:
         head = head[:nl]
     return head, True
 
 
+def spill_name(tool_use_id: str) -> str:
+    """`<readable id>-<sha256 of the id, 16 hex>.txt`. The readable part alone collides: gateways send
+    both `call:1` and `call_1`, which sanitise alike; the hash of the exact id keeps them apart."""
+    digest = hashlib.sha256(tool_use_id.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    return f"{_UNSAFE.sub('_', tool_use_id)[:64]}-{digest}.txt"
+
+
 def spill_path(spill_dir: Path, tool_use_id: str) -> Path:
-    return Path(spill_dir) / f"{_UNSAFE.sub('_', tool_use_id)}.txt"
+    return Path(spill_dir) / spill_name(tool_use_id)
 
 
 def write_spill(spill_dir: Path, tool_use_id: str, text: str) -> tuple[Path, int]:

@@ -15,6 +15,7 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
+from services.cache_breakpoints import place_breakpoints
 from services.config import client_options, env_int
 from services.messages import INVALID_INPUT_KEY, assistant_message
 from services.model_types import (
@@ -37,24 +38,8 @@ MAX_RETRY_AFTER = 60.0
 
 
 def _cache_marked(request: ModelRequest) -> tuple[list[dict], list[dict], list[dict]]:
-    """System, tools and messages with prompt-cache breakpoints: the tools/system prefix, and one
-    moving breakpoint on the last message. Copies only what it marks."""
-    system = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}] if request.system else []
-    tools = list(request.tools)
-    if tools:
-        tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
-    messages = list(request.messages)
-    if messages:
-        last = messages[-1]
-        content = last.get("content")
-        if isinstance(content, list) and content:
-            block = content[-1]
-            if block.get("type") in ("text", "tool_result", "image", "tool_use") and not (
-                block.get("type") == "text" and not block.get("text")
-            ):
-                new_content = list(content[:-1]) + [{**block, "cache_control": {"type": "ephemeral"}}]
-                messages[-1] = {**last, "content": new_content}
-    return system, tools, messages
+    """System, tools and messages with prompt-cache breakpoints (services/cache_breakpoints.py)."""
+    return place_breakpoints(request.system, list(request.tools), list(request.messages))
 
 
 def _retry_after(exc: Any) -> float | None:

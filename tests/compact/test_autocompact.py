@@ -174,7 +174,8 @@ async def test_summary_collected_once_not_doubled():
 async def test_short_history_forced_summarises_everything():
     msgs = [user_message("hi"), assistant_message([text_block("hello")])]
     res = await compact_now(msgs, ctx_for(summary_model(), keep=4))
-    assert len(res.messages) == 2 and text_of(res.messages[0]) == COMPACT_BOUNDARY_TEXT
+    assert len(res.messages) == 3 and text_of(res.messages[0]) == COMPACT_BOUNDARY_TEXT
+    assert res.messages[2] is msgs[0]  # the task, kept verbatim
 
 
 async def test_nothing_to_compact_for_two_messages():
