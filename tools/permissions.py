@@ -403,7 +403,20 @@ class PermissionGate:
         verdict = await self._authorize(tool, input, ctx)
         if not verdict.allowed:
             self.denials.append({"tool_name": tool.name, "tool_use_id": ctx.tool_use_id, "tool_input": input})
+        elif tool.name == "Grep" and self.mode != "bypassPermissions":
+            verdict.updated_input = self._grep_excluding_denied(verdict.updated_input or input)
         return verdict
+
+    def _grep_excluding_denied(self, input: dict[str, Any]) -> dict[str, Any] | None:
+        """A search of a directory must not read files a Read deny rule covers: those patterns are added
+        to Grep's globs as exclusions (`Read(.env)` -> `!.env`, matched at any depth like .gitignore)."""
+        patterns = [r.content for r in self._rules(self.disallowed_tools)
+                    if r.tool in ("Read", "Grep") and r.content and not any(c.isspace() for c in r.content)]
+        if not patterns:
+            return None
+        excludes = " ".join("!" + (p[2:] if p.startswith("./") else p) for p in patterns)
+        globs = input.get("glob") if isinstance(input.get("glob"), str) else ""
+        return {**input, "glob": f"{globs} {excludes}".strip()}
 
     async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
         target = _target(tool, input)

@@ -260,3 +260,20 @@ def test_trust_subcommand(cli, workdir, agent_home, tmp_path):
     assert cli("trust", "--list", with_fake=False).stdout == ""
     assert cli("trust", str(tmp_path / "nope"), with_fake=False).code == 2
     assert (agent_home / "trusted-folders.json").stat().st_mode & 0o077 == 0
+
+
+def test_read_deny_rules_cover_searches_of_a_directory(cli, workdir, fake_anthropic):
+    write(workdir / ".env", "TOKEN=hunter2-secret\n")
+    write(workdir / "secrets/key.txt", "hunter2-secret\n")
+    write(workdir / "notes.txt", "hunter2-secret is not here, only a mention of hunter2\n")
+    settings(workdir / ".agents/settings.json", {"permissions": {"deny": ["Read(.env)", "Read(secrets/**)"]}})
+    fake_anthropic.reply(tool_block("Grep", {"pattern": "hunter2", "output_mode": "content"}),
+                         tool_block("Grep", {"pattern": "hunter2", "path": ".env"}),
+                         tool_block("Read", {"file_path": "secrets/key.txt"}))
+    fake_anthropic.text("done")
+    r = cli("-p", "go")
+    assert r.code == 0, r.stderr
+    search, direct, read = tool_results_sent(fake_anthropic)
+    assert "notes.txt" in result_text(search)  # the control: other files are still searched
+    assert ".env" not in result_text(search) and "key.txt" not in result_text(search)
+    assert direct.get("is_error") and read.get("is_error")
