@@ -96,7 +96,8 @@ def build_engine(
         tools = [t for t in tools if t.name in wanted]
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
-    hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted)
+    flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
+    hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,

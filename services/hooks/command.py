@@ -334,10 +334,13 @@ class CommandHooks(Hooks):
         report: Callable[[str], None] | None = None,
         executor: Executor | None = None,
         trusted: bool = True,
+        extra: list[Any] | None = None,
     ):
         self.cwd = cwd
         self.home = home
         self.trusted = trusted
+        # `hooks` tables that come from no file (the --settings flag), after the files' entries.
+        self.extra = list(extra or [])
         self._session_id = session_id
         self._transcript_path = transcript_path
         self.report = report or _default_report
@@ -373,6 +376,9 @@ class CommandHooks(Hooks):
                     continue
                 loaded = load_hooks_file(path, nested_only=nested_only) or {}
                 for event, entries in loaded.items():
+                    merged.setdefault(event, []).extend(entries)
+            for table in self.extra:
+                for event, entries in parse_hooks_config({"hooks": table}, nested_only=True).items():
                     merged.setdefault(event, []).extend(entries)
             self._config, self._config_key = merged, key
             self.loads += 1

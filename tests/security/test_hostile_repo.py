@@ -277,3 +277,14 @@ def test_read_deny_rules_cover_searches_of_a_directory(cli, workdir, fake_anthro
     assert "notes.txt" in result_text(search)  # the control: other files are still searched
     assert ".env" not in result_text(search) and "key.txt" not in result_text(search)
     assert direct.get("is_error") and read.get("is_error")
+
+
+def test_settings_flag_hooks_run_even_untrusted(cli, workdir, tmp_path, fake_anthropic):
+    """The user's own command line is the flags scope: its hooks run in any folder."""
+    marker = tmp_path / "flag_hook_ran"
+    flag = json.dumps({"hooks": {"UserPromptSubmit": [
+        {"hooks": [{"type": "command", "command": marker_script(tmp_path / "f.py", marker)}]}]}})
+    fake_anthropic.text("hello")
+    r = cli("-p", "hi", "--settings", flag)
+    assert r.code == 0, r.stderr
+    assert marker.exists()
