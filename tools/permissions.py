@@ -369,6 +369,10 @@ class PermissionGate:
             paths.append(target[1])
         if parsed is not None:
             paths.extend(parsed.writes)
+            moved = any(c.name in ("cd", "pushd", "popd") for c in parsed.commands)
+            if moved and any(not os.path.isabs(w) for w in parsed.writes):
+                # `cd .git && echo x > hooks/pre-commit`: the target depends on where the cd went.
+                reasons.append("writes to a path relative to a directory the command changes to")
         for p in paths:
             real = real_path(ctx.resolve(p))
             if not _inside(real, self._dirs(ctx)):

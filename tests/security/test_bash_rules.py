@@ -83,6 +83,8 @@ BYPASSES = [
     "cat /proc/self/environ",
     "ls \u00a0; touch X",
     "ls;touch X",
+    "cd .git && echo x > hooks/pre-commit",
+    "cd sub && echo x > ../.agents/hooks.json",
 ]
 
 ALLOWED = [
