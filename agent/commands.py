@@ -184,7 +184,10 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
     after = context_percent(engine)
     for _kind, text in result.notices:
         ctx.say(f"· {text}", "dim")
-    ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
+    if after == before:  # react-agent-mini says so rather than print a change that did not happen
+        ctx.say(f"Compacted the conversation (usage unchanged: ctx ~{after}%).")
+    else:
+        ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
 
 
 def cmd_context(ctx: CommandContext, args: str) -> None:

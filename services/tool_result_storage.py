@@ -19,18 +19,19 @@ from services.tokens import text_units
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
 PERSISTED_OUTPUT_CLOSE = "</persisted-output>"
 PREVIEW_CHARS = 2000
-READ_HINT = "Use the Read tool with offset/limit on that path to see the rest."
+PREVIEW_LABEL = "2KB"  # Claude Code's wording: "Preview (first 2KB):"
+READ_HINT = ""  # Claude Code adds no hint; the path is enough for Read
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def format_size(n: int) -> str:
-    """Human size of a byte count: `900 bytes`, `48.8 KB`, `1.2 MB`."""
+    """Human size of a byte count in Claude Code's wording: `900 bytes`, `48.8KB`, `38KB`, `1.2MB`."""
     if n < 1024:
         return f"{n} bytes"
     if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KB"
-    return f"{n / (1024 * 1024):.1f} MB"
+        return f"{n / 1024:.1f}".removesuffix(".0") + "KB"
+    return f"{n / (1024 * 1024):.1f}".removesuffix(".0") + "MB"
 
 
 def _units_prefix(text: str, limit: int) -> int:
@@ -108,7 +109,7 @@ def build_replacement(
         label, preview, has_more = "Preview:", custom, False
     else:
         preview, has_more = make_preview(text)
-        label = f"Preview (first {PREVIEW_CHARS} chars):"
+        label = f"Preview (first {PREVIEW_LABEL}):"
     lines = [
         PERSISTED_OUTPUT_TAG,
         f"Output too large ({format_size(size_bytes)}). Full output saved to: {path}",
@@ -118,7 +119,8 @@ def build_replacement(
     ]
     if has_more:
         lines.append("...")
-    lines.append(READ_HINT)
+    if READ_HINT:
+        lines.append(READ_HINT)
     lines.append(PERSISTED_OUTPUT_CLOSE)
     return "\n".join(lines)
 

@@ -17,7 +17,7 @@ DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 HARD_CAP_BYTES = 5 * 1024 * 1024
 KILL_GRACE_S = 1.0
-PREVIEW_CHARS = 1000
+NO_OUTPUT = "(Bash completed with no output)"
 
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
 # which writes the final directory to a file; positional parameters are cleared first.
@@ -62,7 +62,7 @@ class BashTool(Tool):
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The command to execute."},
-            "timeout": {"type": "integer", "minimum": 1, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
             "description": {"type": "string", "description": "What the command does, in 5-10 words, e.g. 'Run the unit tests'."},
         },
         "required": ["command"],
@@ -77,17 +77,19 @@ class BashTool(Tool):
             return f"Bash {short}"
         return "Bash"
 
-    def spill_preview(self, text: str) -> str | None:
-        if len(text) <= 2 * PREVIEW_CHARS:
-            return text
-        cut = len(text) - 2 * PREVIEW_CHARS
-        return f"{text[:PREVIEW_CHARS]}\n… [{cut} characters cut from the middle] …\n{text[-PREVIEW_CHARS:]}"
+    def normalize_input(self, input: dict[str, Any]) -> dict[str, Any]:
+        """`timeout_ms` is react-agent-mini's deprecated alias of `timeout` (not in the schema we send)."""
+        if "timeout_ms" in input:
+            input = dict(input)
+            alias = input.pop("timeout_ms")
+            input.setdefault("timeout", alias)
+        return input
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command = input["command"]
         if not command.strip():
             raise ToolError("command is empty. Pass the shell command to run.")
-        timeout_ms = min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
+        timeout_ms = max(1, min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS))
         cwd = Path(ctx.session.cwd)
         note = ""
         if not cwd.is_dir():
@@ -183,9 +185,10 @@ class BashTool(Tool):
             return ToolOutput(text.lstrip("\n"), is_error=True, summary=f"timed out after {timeout_ms / 1000:.1f} s")
         if rc is not None and rc < 0:
             text += f"\n[Killed by signal {-rc}]"
-        elif rc:
-            text += f"\n[Exit code {rc}]"
-        text = text.lstrip("\n")
-        if not text:
-            text = "(no output)"
+        text = text.strip("\n")
+        if rc and rc > 0:
+            # Claude Code's shape: the exit code first, then the output (if any).
+            text = f"Exit code {rc}\n{text}" if text.strip() else f"Exit code {rc}"
+        elif not text.strip():
+            text = NO_OUTPUT
         return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")

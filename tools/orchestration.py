@@ -26,7 +26,7 @@ from services.messages import (
     tool_result_block,
 )
 from services.trace import trace
-from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
 
@@ -107,11 +107,12 @@ class ToolRunner:
         output: ToolOutput | None = None
         try:
             if tool is None:
-                known = ", ".join(sorted(self.tools)) or "none"
-                raise ToolError(f"Unknown tool: {name}. Available tools: {known}.")
+                raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
+            if isinstance(raw_input, dict):
+                raw_input = tool.normalize_input(raw_input)
             error = validate_input(tool, raw_input)
             if error:
-                raise ToolError(error)
+                raise ToolError(tool_use_error(error))
             assert isinstance(raw_input, dict)
             verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
             if verdict.allowed and verdict.updated_input is not None:

@@ -100,8 +100,11 @@ def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
         target = tool.permission_target(input)
     except Exception:
         pass
-    if target is not None and target[0] == "path" and not tool.is_read_only(input):
-        return f"Claude requested permissions to write to {ctx.resolve(target[1])}, but you haven't granted it yet."
+    if target is not None and target[0] == "path":
+        verb = "read from" if tool.is_read_only(input) else "write to"
+        return f"Claude requested permissions to {verb} {ctx.resolve(target[1])}, but you haven't granted it yet."
+    if target is not None and target[0] == "command":
+        return "This command requires approval"  # Claude Code 2.1's text for a generic Bash command
     return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 

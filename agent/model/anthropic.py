@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 from collections.abc import AsyncIterator
 from typing import Any
 
 from services.cache_breakpoints import place_breakpoints
 from services.config import client_options, env_int
+from services.install_id import install_id
 from services.messages import INVALID_INPUT_KEY, assistant_message
 from services.model_types import (
     ModelError,
@@ -35,6 +37,17 @@ INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
 # The SDK obeys any retry-after (up to days); a user at a terminal should never wait that long.
 MAX_RETRY_AFTER = 60.0
+
+
+def request_metadata() -> dict[str, Any]:
+    """What Claude Code also sends: `metadata.user_id` (an anonymous per-install id) and, only when the user
+    names them in ANTHROPIC_BETAS (comma-separated), beta headers: an Anthropic-compatible server may reject
+    betas it does not know, so none is sent by default."""
+    extra: dict[str, Any] = {"metadata": {"user_id": install_id()}}
+    betas = ",".join(b.strip() for b in os.environ.get("ANTHROPIC_BETAS", "").split(",") if b.strip())
+    if betas:
+        extra["extra_headers"] = {"anthropic-beta": betas}
+    return extra
 
 
 def _cache_marked(request: ModelRequest) -> tuple[list[dict], list[dict], list[dict]]:
@@ -212,6 +225,7 @@ class AnthropicModel:
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = tools
+        kwargs.update(request_metadata())
         acc = _Accumulator()
         stream = await self.client().messages.create(**kwargs)
         try:

@@ -272,6 +272,8 @@ def _nothing_older_than_tail(messages: list[Message], keep: int) -> bool:
 
 
 def format_compact_feedback(result: AutocompactResult) -> str:
+    if result.before_percent == result.after_percent:  # react-agent-mini: no fake "change" when usage is the same
+        return f"usage unchanged: ctx ~{result.after_percent}%"
     return f"ctx ~{result.before_percent}% -> ctx ~{result.after_percent}%"
 
 

@@ -94,7 +94,7 @@ def test_per_result_spill_by_tool_threshold(tmp_path):
     assert {(r["id"], r["replacement"] is None) for r in res.records} == {
         ("b", False), ("g2", False), ("m", False), ("g", True), ("e", True)}
     assert [k for k, _ in res.notices] == ["spill"] * 3
-    assert any(t.startswith("Output of Bash (29.3 KB) saved to ") for _, t in res.notices)
+    assert any(t.startswith("Output of Bash (29.3KB) saved to ") for _, t in res.notices)
 
 
 def test_read_never_spilled_for_its_own_size(tmp_path):
@@ -221,9 +221,10 @@ def test_replacement_format(tmp_path):
     lines = rep.split("\n")
     assert lines[0] == "<persisted-output>"
     assert lines[1] == f"Output too large ({format_size(15000)}). Full output saved to: {path}"
-    assert path.is_absolute() and lines[2] == "" and lines[3] == "Preview (first 2000 chars):"
-    assert rep.endswith("\n...\nUse the Read tool with offset/limit on that path to see the rest.\n</persisted-output>")
-    assert format_size(900) == "900 bytes" and format_size(15000) == "14.6 KB" and format_size(3 << 20) == "3.0 MB"
+    assert path.is_absolute() and lines[2] == "" and lines[3] == "Preview (first 2KB):"  # Claude Code's wording
+    assert rep.endswith("\n...\n</persisted-output>")
+    assert format_size(900) == "900 bytes" and format_size(15000) == "14.6KB" and format_size(3 << 20) == "3MB"
+    assert format_size(38894) == "38KB" and format_size(1288895) == "1.2MB"
 
 
 def test_tool_previewer_used(tmp_path):

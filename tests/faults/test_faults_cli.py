@@ -473,7 +473,7 @@ def test_hostile_tool_calls_get_error_results_or_run_bounded(runs):
     assert malformed.get("is_error") is True and "not valid JSON" in malformed["content"], malformed
 
     unknown = results_by_id(assert_well_formed(requests[2]))["toolu_unknown"]
-    assert unknown.get("is_error") is True and "Unknown tool: NoSuchTool" in unknown["content"]
+    assert unknown.get("is_error") is True and "No such tool available: NoSuchTool" in unknown["content"]
 
     many = results_by_id(assert_well_formed(requests[3]))
     assert [many[f"toolu_many_{i:02d}"]["content"] for i in range(FIFTY)] == [f"m{i}" for i in range(FIFTY)]
@@ -487,7 +487,7 @@ def test_hostile_tool_calls_get_error_results_or_run_bounded(runs):
     assert spilled.stat().st_size == BIG
     # The user is told, in one line, where the output went (issue 4: no silent relocation).
     notices = [line for line in r.stderr.splitlines() if line.startswith("[spill] ")]
-    assert notices == [f"[spill] Output of Echo (5.0 MB) saved to {spilled}"], notices
+    assert notices == [f"[spill] Output of Echo (5MB) saved to {spilled}"], notices
 
 
 def test_kill_9_during_a_tool_then_continue_is_well_formed(runs):

@@ -11,7 +11,7 @@ from tools.bash import BashTool
 from tools.bash_parse import always_rule_content
 from tools.edit import EditTool
 from tools.grep import GrepTool
-from tools.permissions import REJECT_MESSAGE, PermissionGate
+from tools.permissions import REJECT_MESSAGE, PermissionGate, headless_denial
 from tools.read import ReadTool
 from tools.write import WriteTool
 
@@ -142,3 +142,12 @@ def test_always_rule_is_never_broader_than_word_and_subcommand() -> None:
         rule = always_rule_content(interp)
         assert rule is not None and not rule.endswith(":*"), interp
     assert always_rule_content("echo $(id)") is None
+
+
+def test_headless_denial_words(ctx) -> None:
+    """Claude Code 2.1's `-p` denial texts (tests/fixtures/claude_code: denied_*_default_mode)."""
+    w = headless_denial(TOOLS["Write"], {"file_path": "new.txt", "content": ""}, ctx)
+    assert w == f"Claude requested permissions to write to {ctx.resolve('new.txt')}, but you haven't granted it yet."
+    r = headless_denial(TOOLS["Read"], {"file_path": "a.py"}, ctx)
+    assert r.startswith("Claude requested permissions to read from ")
+    assert headless_denial(TOOLS["Bash"], {"command": "python3 x.py"}, ctx) == "This command requires approval"
