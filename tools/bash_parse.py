@@ -96,8 +96,9 @@ def _ansi_c(body: str) -> str | None:
 
 
 class _Walker:
-    def __init__(self) -> None:
+    def __init__(self, source: bytes = b"") -> None:
         self.out = ParsedCommand()
+        self.source = source
 
     def problem(self, text: str) -> None:
         if text not in self.out.problems:
@@ -226,6 +227,13 @@ class _Walker:
         return f"{_text(name)}={v}"
 
     def command(self, node: Any) -> None:
+        # tree-sitter-bash sometimes glues the next line onto a command (`a | b | cat x<newline>rm y` parses
+        # as `cat x rm y`); bash never continues a command over a bare newline, so that parse is refused.
+        children = [c for c in node.children if c.type != "comment"]
+        for prev, nxt in zip(children, children[1:], strict=False):
+            gap = self.source[prev.end_byte:nxt.start_byte].replace(b"\\\n", b"")
+            if b"\n" in gap:
+                self.problem("the parser joined two lines into one command")
         words: list[str | None] = []
         assigns: list[Any] = []
         for child in node.named_children:
@@ -298,9 +306,10 @@ class _Walker:
 
 def parse_command(command: str) -> ParsedCommand:
     """The simple commands, written files and unprovable parts of a Bash command line."""
-    walker = _Walker()
+    source = command.encode("utf-8", errors="surrogateescape")
+    walker = _Walker(source)
     try:
-        tree = _parser().parse(command.encode("utf-8", errors="surrogateescape"))
+        tree = _parser().parse(source)
     except Exception as exc:  # the grammar never raises on text, but the binding might
         walker.problem(f"the command could not be parsed ({type(exc).__name__})")
         return walker.out
