@@ -231,8 +231,11 @@ class _Walker:
         # as `cat x rm y`); bash never continues a command over a bare newline, so that parse is refused.
         children = [c for c in node.children if c.type != "comment"]
         for prev, nxt in zip(children, children[1:], strict=False):
-            gap = self.source[prev.end_byte:nxt.start_byte].replace(b"\\\n", b"")
-            if b"\n" in gap:
+            raw = self.source[prev.end_byte:nxt.start_byte]
+            if raw.startswith(b"\\\n"):
+                # `c\<newline>at x`: bash removes the pair and runs `cat`; the grammar splits the word.
+                self.problem("a line continuation inside a word")
+            if b"\n" in raw.replace(b"\\\n", b""):
                 self.problem("the parser joined two lines into one command")
         words: list[str | None] = []
         assigns: list[Any] = []

@@ -84,6 +84,8 @@ BYPASSES = [
     "cat /proc/self/environ",
     "ls \u00a0; touch X",
     "ls;touch X",
+    "ec\\\nho X; touch X",
+    "l\\\ns x",
     "ls | ls | cat README.md\ntouch X && ls",
     "cd .git && echo x > hooks/pre-commit",
     "cd sub && echo x > ../.agents/hooks.json",
