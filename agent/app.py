@@ -11,6 +11,7 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
+from services.models import context_window
 from services.settings import LOCAL_SETTINGS, MergedSettings
 from tools.mcp_tool import mcp_tools
 from tools.permissions import AskHook, PermissionGate
@@ -76,7 +77,9 @@ def build_engine(
     opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: object | None = None
 ) -> QueryEngine:
     from services.hooks.command import CommandHooks
+    from services.server_tools import enabled_server_tools
     from services.skills import discover_skills
+    from services.thinking import options_from
     from tools.agent_tool import AgentTool
     from tools.skill import SkillTool
 
@@ -98,13 +101,21 @@ def build_engine(
     tools += mcp_tools(mcp) if mcp is not None else []
     flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
     hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
+    # Settings files other readers still take (thinking, server tools): the user's, plus the folder's own
+    # only when it is trusted (the same rule the settings layer applies).
+    settings_files = [Path(f.path) for f in (opts.merged.files if opts.merged else [])
+                      if f.path != "--settings" and (opts.trusted or f.scope not in ("project", "local"))]
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
         system_prompt="",
-        compact=CompactOptions.from_env(),
+        compact=CompactOptions.from_env(model_window=context_window(settings.model)),
+        # Extended thinking (issue 17): MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
+        thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
+                              budget=settings.max_thinking_tokens),
+        server_tools=enabled_server_tools(settings_files),
     )
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]

@@ -9,6 +9,7 @@ with `/` and names no command is reported as unknown and never sent to the model
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from rich.text import Text
 from services.compact.autocompact import AutocompactContext, compact_now
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
+from services.models import model_warning, resolve_model
 
 Handler = Callable[["CommandContext", str], "CommandResult | None | Awaitable[CommandResult | None]"]
 Picker = Callable[[str, list[tuple[str, str]]], Awaitable[str | None]]
@@ -209,7 +211,11 @@ def cmd_cost(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Requests: {u.requests}")
     ctx.say(f"Tokens in: {u.input_tokens}  out: {u.output_tokens}")
     ctx.say(f"Cache read: {u.cache_read_input_tokens}  cache write: {u.cache_creation_input_tokens}")
-    ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({model})")
+    models = u.model_usage()
+    if len(models) > 1:  # each model's share, priced by the model that served it
+        for name, mu in models.items():
+            ctx.say(f"  {name}: in {mu['inputTokens']}  out {mu['outputTokens']}  ${mu['costUSD']:.4f}")
+    ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({', '.join(models) or model})")
 
 
 def cmd_model(ctx: CommandContext, args: str) -> None:
@@ -217,9 +223,16 @@ def cmd_model(ctx: CommandContext, args: str) -> None:
     if not args:
         ctx.say(f"Model: {engine.config.model}")
         return
-    engine.config.model = args.split()[0]
+    name = resolve_model(args.split()[0])
+    warning = model_warning(name, custom_endpoint=bool(os.environ.get("ANTHROPIC_BASE_URL")))
+    if warning and not os.environ.get("ANTHROPIC_BASE_URL"):
+        ctx.say(warning, "red")  # on the Anthropic API an unknown id would only fail at the next call
+        return
+    engine.config.model = name
     if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
         ctx.opts.settings.model = engine.config.model
+    if warning:
+        ctx.say(warning, "yellow")
     ctx.say(f"Model set to {engine.config.model}.")
 
 

@@ -30,6 +30,7 @@ from services.events import (
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import Message, repair_pairing, user_message
 from services.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
+from services.thinking import ThinkingOptions
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
 from tools.base import SessionState, Tool, ToolContext
@@ -42,9 +43,11 @@ class EngineConfig:
     cwd: Path
     model: str
     max_turns: int = 100
-    max_tokens: int = 16384
+    max_tokens: int = 0  # 0: the model's default (services/models.default_max_tokens)
     system_prompt: str = ""
     compact: CompactOptions = field(default_factory=CompactOptions)
+    thinking: ThinkingOptions | None = None
+    server_tools: list[str] = field(default_factory=list)
 
 
 class QueryEngine:
@@ -139,7 +142,7 @@ class QueryEngine:
                 self.transcript.append({"type": "message", "message": rec["message"]})
         for m in self.messages:
             if m.get("role") == "assistant":
-                self.usage.add(m.get("usage"))
+                self.usage.add(m.get("usage"), model=(m.get("meta") or {}).get("model"))
                 self.last_usage = m.get("usage") or self.last_usage
         replay_usage_records(self.usage, loaded.records)
         todos = latest_todos(self.messages, loaded.records)
@@ -236,6 +239,8 @@ class QueryEngine:
             compact=self.config.compact,
             replacement_state=self.replacement_state,
             autocompact_state=self.autocompact_state,
+            thinking=self.config.thinking,
+            server_tools=list(self.config.server_tools),
         )
         terminal: Terminal | None = None
         try:
@@ -259,7 +264,7 @@ class QueryEngine:
             self.append_message(event.message)
             usage = event.message.get("usage")
             if usage:
-                self.usage.add(usage)
+                self.usage.add(usage, model=(event.message.get("meta") or {}).get("model") or self.config.model)
                 self.last_usage = usage
         elif isinstance(event, ToolResultsEvent):
             self.append_message(event.message)

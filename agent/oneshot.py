@@ -51,7 +51,7 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
         out(result)
     elif fmt == "stream-json":
         out(result)
-    elif result["subtype"] == "success":
+    elif result["subtype"] in ("success", "error_max_tokens"):  # a cut reply's text is still the answer
         _print_text(result.get("result") or "")
     for line in result.get("errors") or []:
         if terminal.reason == "max_turns":

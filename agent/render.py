@@ -25,13 +25,16 @@ from rich.text import Text
 from services.events import (
     AssistantEvent,
     NoticeEvent,
+    RetryEvent,
     Terminal,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolEndEvent,
     ToolStartEvent,
 )
 
 MAX_DIFF_LINES = 80
+THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
 REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
 
 
@@ -159,12 +162,16 @@ class Renderer:
         self.shown_diffs: set[str] = set()  # fingerprints whose diff was shown in a permission question
         # True while the front end asks the user something: no live region may redraw meanwhile.
         self.asking = False
+        self._thinking_open = False  # a dimmed thinking section is being printed
+        self._thinking_buf = ""
+        self._thinking_shown = self._thinking_hidden = 0
 
     # -- text --------------------------------------------------------------------------------
     def _markdown(self, text: str) -> Markdown:
         return Markdown(text, code_theme="monokai")
 
     def _text_delta(self, delta: str) -> None:
+        self._end_thinking()
         self._stop_tools_live()
         if not self.live_enabled or self.asking:
             self.console.file.write(delta)
@@ -195,8 +202,37 @@ class Renderer:
         self._blocks += 1
         self.console.print(self._markdown(text))
 
+    def _thinking_delta(self, delta: str) -> None:
+        # Thinking is shown dimmed and apart from the answer, collapsed after THINKING_LINES lines
+        # (the rest is counted, not printed: the answer stays in view).
+        if not self._thinking_open:
+            self.end_text()
+            self.console.print(Text("✻ Thinking…", style="dim italic"))
+            self._thinking_open, self._thinking_shown, self._thinking_hidden = True, 0, 0
+        self._thinking_buf += delta
+        *lines, self._thinking_buf = self._thinking_buf.split("\n")
+        for line in lines:
+            self._thinking_line(line)
+
+    def _thinking_line(self, line: str) -> None:
+        if not line.strip():
+            return
+        if self._thinking_shown < THINKING_LINES:
+            self._thinking_shown += 1
+            self.console.print(Text(f"  {line}", style="dim"))
+        else:
+            self._thinking_hidden += 1
+
+    def _end_thinking(self) -> None:
+        if self._thinking_open:
+            self._thinking_line(self._thinking_buf)
+            if self._thinking_hidden:
+                self.console.print(Text(f"  … {self._thinking_hidden} more lines of thinking", style="dim italic"))
+        self._thinking_open, self._thinking_buf = False, ""
+
     def end_text(self) -> None:
         """The streamed reply is complete: print what is left for good, once."""
+        self._end_thinking()
         if self._text_live is not None:
             self._text_live.update(Text(""), refresh=True)
             self._text_live.stop()
@@ -205,6 +241,7 @@ class Renderer:
             self._print_block(self._buffer)
         self._buffer = ""
         self._blocks = 0
+        self._last_refresh = 0.0  # the next reply's first words show at once, not after the throttle
         if self._printed_plain:
             self.console.file.write("\n")
             self.console.file.flush()
@@ -281,9 +318,30 @@ class Renderer:
         self.pause()
         self.console.print(Text(text, style=style))
 
+    def discard_text(self) -> None:
+        """A retried model call: the partial reply still in the live region is dropped, not printed."""
+        if self._text_live is not None:
+            self._text_live.update(Text(""), refresh=True)
+            self._text_live.stop()
+            self._text_live = None
+        self._buffer = ""
+        if self._blocks or self._printed_plain:
+            # Paragraphs already printed for good cannot be taken back: say they are void.
+            if self._printed_plain:
+                self.console.file.write("\n")
+                self.console.file.flush()
+            self.console.print(Text("↻ the reply above was cut off; it is asked for again", style="dim"))
+        self._blocks = 0
+        self._printed_plain = False
+        self._last_refresh = 0.0
+
     def event(self, ev: Any) -> None:
         if isinstance(ev, TextDeltaEvent):
             self._text_delta(ev.text)
+        elif isinstance(ev, ThinkingDeltaEvent):
+            self._thinking_delta(ev.text)
+        elif isinstance(ev, RetryEvent):
+            self.discard_text()
         elif isinstance(ev, AssistantEvent):
             self.end_text()
         elif isinstance(ev, ToolStartEvent):
@@ -306,12 +364,17 @@ class Renderer:
         elif ev.reason == "error":
             first = (ev.error or "error").strip().splitlines()
             self.console.print(Text(f"Error: {first[0] if first else 'error'}", style="bold red"))
+        elif ev.reason in ("refusal", "context_window_exceeded"):
+            self.console.print(Text(ev.error, style="bold red"))
+        elif ev.reason == "max_tokens":
+            self.console.print(Text(ev.error, style="yellow"))
         elif ev.reason == "max_turns":
             self.console.print(
                 Text(f"Stopped: reached the turn limit ({ev.turns} model calls).", style="yellow")
             )
 
     def close(self) -> None:
+        self._end_thinking()
         self.end_text()
         self._running.clear()
         self._stop_tools_live()

@@ -7,12 +7,32 @@ from typing import Any, Literal
 
 from services.messages import Message
 
-TerminalReason = Literal["completed", "max_turns", "aborted", "error"]
+TerminalReason = Literal[
+    "completed", "max_turns", "aborted", "error", "refusal", "max_tokens", "context_window_exceeded"
+]
+
 
 
 @dataclass
 class TextDeltaEvent:
     text: str
+
+
+@dataclass
+class ThinkingDeltaEvent:
+    """Thinking text as it streams: shown dimmed in the REPL, omitted from text output."""
+
+    text: str
+
+
+@dataclass
+class RetryEvent:
+    """The model call is being made again: text streamed since the last AssistantEvent belongs to a
+    discarded attempt, and front ends that showed it clear it (or never showed it)."""
+
+    attempt: int
+    delay: float
+    reason: str
 
 
 @dataclass
@@ -86,10 +106,13 @@ class Terminal:
     reason: TerminalReason
     turns: int
     error: str = ""
+    stop_reason: str | None = None  # the last response's stop_reason, when there was one
 
 
 Event = (
     TextDeltaEvent
+    | ThinkingDeltaEvent
+    | RetryEvent
     | StreamEvent
     | AssistantEvent
     | ToolStartEvent

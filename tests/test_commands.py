@@ -98,6 +98,19 @@ async def test_model_show_and_set(env) -> None:
     assert ctx.opts.settings.model == "claude-haiku-4-5"
 
 
+async def test_model_aliases_and_unknown_ids(env, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_DEFAULT_OPUS_MODEL", raising=False)
+    ctx, buf = env()
+    await ctx.router.dispatch("/model opus", ctx)
+    assert ctx.engine.config.model == "claude-opus-5-5"
+    await ctx.router.dispatch("/model claude-sonet-4", ctx)  # a typo on the Anthropic API: refused
+    assert ctx.engine.config.model == "claude-opus-5-5" and "Unknown model 'claude-sonet-4'" in buf.getvalue()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    await ctx.router.dispatch("/model my-gateway-model", ctx)  # a custom endpoint may serve anything
+    assert ctx.engine.config.model == "my-gateway-model" and "custom endpoint" in buf.getvalue()
+
+
 async def test_permissions_show_and_switch(env) -> None:
     ctx, buf = env()
     ctx.engine.gate.session_rules.append(("Write", "a.txt"))

@@ -83,9 +83,11 @@ class CompactOptions:
         return opts.derive()
 
     @classmethod
-    def from_env(cls) -> CompactOptions:
+    def from_env(cls, model_window: int | None = None) -> CompactOptions:
+        """Options from the environment; the window is the model's (from the catalog) unless
+        CONTEXT_WINDOW_TOKENS says otherwise."""
         enabled = getenv("COMPACT") != "0"
-        window = env_int("CONTEXT_WINDOW_TOKENS", DEFAULT_CONTEXT_WINDOW_TOKENS, minimum=1000)
+        window = env_int("CONTEXT_WINDOW_TOKENS", model_window or DEFAULT_CONTEXT_WINDOW_TOKENS, minimum=1000)
         opts = cls(
             enabled=enabled,
             threshold=env_int("COMPACT_THRESHOLD_CHARS", derived_threshold(window), minimum=1),
