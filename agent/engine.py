@@ -33,6 +33,7 @@ from services.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transc
 from services.thinking import ThinkingOptions
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
+from tools.background_tasks import TASKS_KEY
 from tools.base import SessionState, Tool, ToolContext
 from tools.permissions import PermissionGate
 from tools.todo import latest_todos
@@ -278,4 +279,8 @@ class QueryEngine:
             self.record(event.record)
 
     def close(self) -> None:
+        """The session ends: background tasks are killed, the transcript is closed."""
+        tasks = self.state.extras.get(TASKS_KEY)
+        if tasks is not None:
+            tasks.kill_all()
         self.transcript.close()

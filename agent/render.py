@@ -10,7 +10,6 @@ and Write show a coloured unified diff. TRACE lines go to stderr elsewhere and n
 
 from __future__ import annotations
 
-import difflib
 import json
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agent.permission_menu import visible
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -32,6 +32,7 @@ from services.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
+from tools.diff_preview import diff_lines
 
 MAX_DIFF_LINES = 80
 THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
@@ -57,44 +58,6 @@ def tool_label(name: str, input: dict[str, Any], tools: dict[str, Any] | None = 
             short = value if len(value) <= 80 else value[:79] + "…"
             return f"{name} {short}"
     return name
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def diff_lines(name: str, input: dict[str, Any], cwd: Path | None = None) -> list[str] | None:
-    """A unified diff of what an Edit / Write call would change, or None for other tools."""
-    file_path = input.get("file_path") or input.get("path")
-    if not isinstance(file_path, str):
-        return None
-    path = Path(file_path).expanduser()
-    if not path.is_absolute() and cwd is not None:
-        path = cwd / path
-    if name == "Write" and isinstance(input.get("content"), str):
-        before = _read(path) if path.is_file() else ""
-        after = input["content"]
-        if before is None:
-            before = ""
-    elif name == "Edit" and isinstance(input.get("old_string"), str) and isinstance(input.get("new_string"), str):
-        old, new = input["old_string"], input["new_string"]
-        current = _read(path) if path.is_file() else None
-        if current is not None and old and old in current:
-            before = current
-            after = current.replace(old, new) if input.get("replace_all") else current.replace(old, new, 1)
-        else:
-            before, after = old, new
-    else:
-        return None
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(), after.splitlines(), fromfile=f"a/{file_path}", tofile=f"b/{file_path}", lineterm=""
-        )
-    )
-    return lines or None
 
 
 def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
@@ -283,7 +246,9 @@ class Renderer:
         self.end_text()
         label = tool_label(ev.name, ev.input, self.tools)
         self._running[ev.id] = label
-        lines = diff_lines(ev.name, ev.input, self.cwd)
+        # The diff was taken before the tool ran (orchestration puts it on the start event): by the time this
+        # event is drawn the file may already be written.
+        lines = ev.diff if ev.diff is not None else diff_lines(ev.name, ev.input, self.cwd)
         if lines is not None:
             self._pending_diffs[ev.id] = lines
             self._pending_diffs[ev.id + "#fp"] = [_fingerprint(ev.name, ev.input)]
@@ -298,18 +263,22 @@ class Renderer:
         fp = (self._pending_diffs.pop(ev.id + "#fp", None) or [""])[0]
         if ev.ok:
             line = Text("● ", style="green")
-            line.append(label, style="bold")
+            line.append(visible(label), style="bold")
             if ev.summary:
                 line.append(f" ({ev.summary})", style="dim")
             self.console.print(line)
             if diff and fp not in self.shown_diffs:
                 self.console.print(diff_text(diff))
+            elif ev.name in OUTPUT_SHOWN and ev.preview:
+                self.console.print(output_preview(ev.preview, ev.lines))
         else:
             first = (ev.error or ev.summary or "failed").strip().splitlines()
             line = Text("✗ ", style="red")
-            line.append(label, style="bold red")
-            line.append(f": {first[0] if first else 'failed'}", style="red")
+            line.append(visible(label), style="bold red")
+            line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
             self.console.print(line)
+            if ev.name in OUTPUT_SHOWN and ev.lines > 1:
+                self.console.print(output_preview(ev.preview, ev.lines, style="red"))
         self.shown_diffs.discard(fp)
         self._refresh_tools_live()
 
@@ -380,14 +349,61 @@ class Renderer:
         self._stop_tools_live()
 
     def permission_question(self, tool_name: str, label: str, input: dict[str, Any], reason: str = "") -> None:
-        """Print the question's body: the tool, its target and, for Edit/Write, the diff."""
+        """Print the question's body: the tool, its whole target (escapes made visible, never cut; the working
+        directory when a command runs elsewhere) and, for Edit/Write, the diff."""
         self.pause()
         self.asking = True
         self.console.print(Text(f"Permission: {tool_name}", style="bold yellow"))
-        self.console.print(Text(f"  {label}"))
+        command = input.get("command") if tool_name == "Bash" else None
+        if isinstance(command, str):
+            for row in visible(command).splitlines() or [""]:
+                self.console.print(Text(f"  {row}"), soft_wrap=False, overflow="fold")
+            if isinstance(input.get("description"), str):
+                self.console.print(Text(f"  {visible(input['description'])}", style="dim"))
+        else:
+            self.console.print(Text(f"  {visible(label)}"), overflow="fold")
         if reason:
             self.console.print(Text(f"  {reason}", style="dim"))
         lines = diff_lines(tool_name, input, self.cwd)
         if lines:
             self.console.print(diff_text(lines))
             self.shown_diffs.add(_fingerprint(tool_name, input))
+
+
+OUTPUT_SHOWN = ("Bash", "TaskOutput")  # tools whose output the REPL shows under the call (first lines)
+OUTPUT_LINES = 4
+
+
+def output_preview(preview: str, total: int, style: str = "dim") -> Text:
+    """The first lines of a result, indented, and `… +N lines` for the rest (Claude Code's style)."""
+    rows = preview.splitlines()[:OUTPUT_LINES]
+    text = Text()
+    for i, row in enumerate(rows):
+        text.append(("  ⎿  " if i == 0 else "     ") + visible(row[:200]) + "\n", style=style)
+    if total > len(rows):
+        text.append(f"     … +{total - len(rows)} lines\n", style="dim")
+    text.rstrip()
+    return text
+
+
+def past_lines(messages: list[Any]) -> list[tuple[str, str]]:
+    """(style, text) lines that retell a conversation compactly: prompts, first lines of answers, tool calls."""
+    out: list[tuple[str, str]] = []
+    for m in messages:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        if m.get("role") == "user":
+            if m.get("meta"):
+                continue  # injected context (mentions, hooks, notifications), not the user's words
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    first = b["text"].strip().splitlines()[0]
+                    out.append(("bold", f"> {first[:200]}"))
+        elif m.get("role") == "assistant":
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    lines = b["text"].strip().splitlines()
+                    out.append(("", lines[0][:200] + (" …" if len(lines) > 1 else "")))
+                elif b.get("type") == "tool_use":
+                    out.append(("dim", f"● {tool_label(b.get('name', ''), b.get('input') or {})}"))
+    return out

@@ -52,6 +52,8 @@ class ToolStartEvent:
     id: str
     name: str
     input: dict[str, Any]
+    # Edit/Write: the unified diff of the change, taken before the tool ran (None for other tools).
+    diff: list[str] | None = None
 
 
 @dataclass
@@ -62,6 +64,10 @@ class ToolEndEvent:
     summary: str = ""
     duration: float = 0.0
     error: str = ""
+    # The first lines of the result, for front ends that show them (the REPL's Bash output), and how many
+    # lines the whole result has.
+    preview: str = ""
+    lines: int = 0
 
 
 @dataclass

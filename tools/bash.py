@@ -36,7 +36,7 @@ Usage:
 - Do not use Bash to find, read or edit files: use Glob (not find/ls -R), Grep (not grep/rg), Read (not cat/head/tail) and Edit/Write (not sed/awk/echo >). Keep Bash for running programs: tests, builds, git, package managers.
 - Chain dependent commands with `&&`; independent commands can be separate Bash calls in one message.
 - Quote paths that contain spaces with double quotes.
-- A background job (`cmd &`) must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
+- For a long-running command (a server, a watcher), set `run_in_background`: it keeps running across turns, its output goes to a file you can Read, TaskStop stops it. A plain `cmd &` must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
 - Give a short description (5-10 words) of what the command does."""
 
 
@@ -64,6 +64,7 @@ class BashTool(Tool):
             "command": {"type": "string", "description": "The command to execute."},
             "timeout": {"type": "number", "exclusiveMinimum": 0, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
             "description": {"type": "string", "description": "What the command does, in 5-10 words, e.g. 'Run the unit tests'."},
+            "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background (read its output with Read or TaskOutput, stop it with TaskStop)."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -99,6 +100,10 @@ class BashTool(Tool):
         # The agent's credentials never reach the command (services/credentials.py); BASH_ENV and ENV
         # would make bash source a file before the command: only the user's own environment sets them.
         env = child_env()
+        if input.get("run_in_background"):
+            from tools.background_tasks import start_background
+
+            return await start_background(command, ctx, env)
         fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
         os.close(fd)
         started = time.monotonic()
@@ -192,3 +197,20 @@ class BashTool(Tool):
         elif not text.strip():
             text = NO_OUTPUT
         return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")
+
+
+async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
+    """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
+    process group killed on timeout or interrupt. Returns (output, exit code)."""
+    env = child_env()
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except (TimeoutError, asyncio.CancelledError):
+        _kill_group(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        raise
+    text = out[:HARD_CAP_BYTES].decode("utf-8", errors="replace")
+    return text, proc.returncode or 0

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from services.events import ToolEndEvent, ToolStartEvent
@@ -27,8 +28,13 @@ from services.messages import (
 )
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
+from tools.checkpoints import checkpoint_store
+from tools.diff_preview import diff_lines
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
+
+PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that show output
+DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
 
 MAX_PARALLEL_TOOLS = 10
 
@@ -101,7 +107,17 @@ class ToolRunner:
         raw_input = use.get("input")
         tool = self.tools.get(name)
         started = time.monotonic()
-        await events.put(ToolStartEvent(tid, name, raw_input if isinstance(raw_input, dict) else {}))
+        shown_input = raw_input if isinstance(raw_input, dict) else {}
+        checkpoints = checkpoint_store(self.ctx.session)
+        if checkpoints is not None:  # the file as it is before anything of this call runs
+            checkpoints.before_write(name, shown_input, Path(self.ctx.cwd))
+        diff = None
+        if name in DIFFED_TOOLS:
+            try:
+                diff = diff_lines(name, shown_input, self.ctx.cwd)
+            except Exception:
+                diff = None
+        await events.put(ToolStartEvent(tid, name, shown_input, diff))
         trace("tool.start", name=name, id=tid)
         end_turn = False
         output: ToolOutput | None = None
@@ -145,7 +161,9 @@ class ToolRunner:
         block = tool_result_block(tid, _content_of(output), is_error=output.is_error)
         duration = time.monotonic() - started
         err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
-        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err))
+        text = output.content if isinstance(output.content, str) else ""
+        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
+                                      preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0))
         trace("tool.end", name=name, id=tid, ok=not output.is_error)
         return block, output, end_turn
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tools.background_tasks import TaskOutputTool, TaskStopTool
 from tools.base import Tool
 from tools.bash import BashTool
 from tools.echo import EchoTool
@@ -21,6 +22,7 @@ def default_tools(include_echo: bool = False, agent: Tool | None = None) -> list
     tools: list[Tool] = [ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool(), NotebookEditTool()]
     # Issue 9: web tools (WebSearch only when a search key is configured) and the plan tool.
     tools += [WebFetchTool(), WebSearchTool(), TodoWriteTool()]
+    tools += [TaskOutputTool(), TaskStopTool()]  # background shells (Bash run_in_background)
     if agent is not None:  # the Agent tool needs the engine's deps and tools: built by agent/app.py
         tools.append(agent)
     if include_echo:
