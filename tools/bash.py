@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -17,7 +18,6 @@ MAX_TIMEOUT_MS = 600_000
 HARD_CAP_BYTES = 5 * 1024 * 1024
 KILL_GRACE_S = 1.0
 NO_OUTPUT = "(Bash completed with no output)"
-SCRUBBED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
 # which writes the final directory to a file; positional parameters are cleared first.
@@ -97,7 +97,9 @@ class BashTool(Tool):
             note = f"[The working directory {cwd} no longer exists; ran in {ctx.project_root} instead.]\n"
             cwd = Path(ctx.project_root)
             ctx.session.cwd = cwd
-        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        # The agent's credentials never reach the command (services/credentials.py); BASH_ENV and ENV
+        # would make bash source a file before the command: only the user's own environment sets them.
+        env = child_env()
         if input.get("run_in_background"):
             from tools.background_tasks import start_background
 
@@ -139,8 +141,11 @@ class BashTool(Tool):
 
             reader = asyncio.ensure_future(pump())
             timed_out = False
+            both = asyncio.gather(reader, proc.wait())
+            # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
+            both.add_done_callback(lambda f: f.cancelled() or f.exception())
             try:
-                await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), timeout_ms / 1000)
+                await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
             except TimeoutError:
                 timed_out = True
                 _kill_group(proc.pid, signal.SIGTERM)
@@ -197,7 +202,7 @@ class BashTool(Tool):
 async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
     """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
     process group killed on timeout or interrupt. Returns (output, exit code)."""
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env = child_env()
     proc = await asyncio.create_subprocess_exec(
         "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)

@@ -8,8 +8,10 @@
 Format: `{"mcpServers": {"<id>": {...}}}` where a server is either stdio
 `{"command": str, "args"?: [str], "env"?: {str: str}}` or streamable HTTP
 `{"type": "http", "url": str, "headers"?: {str: str}}`. `${VAR}` in any string value expands from the
-environment (an unset variable expands to ""). A bad file or a bad server yields a warning that names the
-file and the problem; only what is bad is skipped.
+user's own environment (an unset variable expands to ""; a `.env` or settings `env` value never does),
+and never to one of the agent's secrets (`services/credentials.py`): those expand to "" with a warning.
+The project's `.mcp.json` is read only in a trusted folder. A bad file or a bad server yields a warning
+that names the file and the problem; only what is bad is skipped.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from services.credentials import is_secret, secret_references
 
 PROJECT_CONFIG = ".mcp.json"
 USER_CONFIG = "mcp.json"  # in the agent home: user scope at the top, local scope under "projects"
@@ -42,7 +46,17 @@ class ServerConfig:
 
 
 def expand_vars(value: str, environ: Mapping[str, str]) -> str:
-    return _VAR.sub(lambda m: environ.get(m.group(1), ""), value)
+    return _VAR.sub(lambda m: "" if is_secret(m.group(1)) else environ.get(m.group(1), ""), value)
+
+
+def _secret_refs(raw: Any) -> list[str]:
+    if isinstance(raw, str):
+        return secret_references(raw)
+    if isinstance(raw, dict):
+        return [n for v in raw.values() for n in _secret_refs(v)]
+    if isinstance(raw, list):
+        return [n for v in raw for n in _secret_refs(v)]
+    return []
 
 
 def config_paths(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
@@ -128,6 +142,10 @@ def parse_servers(table: Any, where: str, environ: Mapping[str, str], scope: str
             continue
         cfg.scope = scope
         servers[name] = cfg
+        refs = sorted(set(_secret_refs(raw)))
+        if refs:
+            warnings.append(f'MCP config {where}: server "{name}" refers to the agent\'s secret {", ".join(refs)}; '
+                            "it expands to an empty string (list it in the passEnv user setting to allow it)")
     return servers, warnings
 
 
@@ -187,23 +205,38 @@ def load_user_file(cwd: Path, environ: Mapping[str, str], home: Path | None = No
     return user, local, warnings
 
 
-def load_config(cwd: Path, environ: Mapping[str, str] | None = None,
-                home: Path | None = None) -> tuple[dict[str, ServerConfig], list[str]]:
-    """All configured servers, user < project < local < MCP_CONFIG files (a later entry replaces an earlier
-    one of the same name), and warnings. `home` None: the agent home, unless `environ` is given without
-    AGENT_HOME (tests pass a bare environment and mean no user file)."""
+def load_config(
+    cwd: Path, environ: Mapping[str, str] | None = None, home: Path | None = None, *, trusted: bool = True,
+    settings_servers: Mapping[str, tuple[str, Any]] | None = None,
+) -> tuple[dict[str, ServerConfig], list[str]]:
+    """All configured servers, settings < user < project < local < MCP_CONFIG files (a later entry replaces
+    an earlier one of the same name), and warnings. `home` None: the agent home, unless `environ` is given
+    without AGENT_HOME (tests pass a bare environment and mean no user file).
+
+    `settings_servers` are `mcpServers` of the settings layer (already filtered by trust); an untrusted
+    folder's `.mcp.json` is skipped (the caller's one notice line says so). Variables expand from the real
+    environment only, never from a project's .env."""
     use_home = environ is None or "AGENT_HOME" in environ or home is not None
     environ = os.environ if environ is None else environ
     if home is None and "AGENT_HOME" in environ:
         home = Path(environ["AGENT_HOME"]).expanduser()
     servers: dict[str, ServerConfig] = {}
     warnings: list[str] = []
+    for name, (source, raw) in (settings_servers or {}).items():
+        try:
+            cfg = parse_server(name, raw, source, environ)
+        except ValueError as exc:
+            warnings.append(f'settings {source}: field \'mcpServers.{name}\' {exc}; skipped')
+            continue
+        cfg.scope = "settings"
+        servers[name] = cfg
     user, local = {}, {}
     if use_home:
-        user, local, warnings = load_user_file(cwd, environ, home)
+        user, local, user_warnings = load_user_file(cwd, environ, home)
+        warnings.extend(user_warnings)
     servers.update(user)
     paths = config_paths(cwd, environ)
-    found, warns = load_file(paths[0], environ, "project")
+    found, warns = load_file(paths[0], environ, "project") if trusted else ({}, [])
     servers.update(found)
     warnings.extend(warns)
     servers.update(local)

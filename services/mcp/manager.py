@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.config import agent_environ
+from services.credentials import is_secret
 from services.mcp.config import ServerConfig, load_config
 from services.mcp.names import server_names, tool_names
 from services.trace import trace
@@ -206,9 +208,14 @@ class McpServer:
         from mcp.client.stdio import stdio_client
 
         params = StdioServerParameters(
-            command=self.config.command, args=self.config.args, env=self.config.env or None, cwd=str(self.cwd)
+            command=self.config.command, args=self.config.args, env=self._env(), cwd=str(self.cwd)
         )
         return stdio_client(params, errlog=self._errlog)
+
+    def _env(self) -> dict[str, str] | None:
+        """The server's configured env, secrets removed (the SDK adds a small safe base: PATH, HOME...)."""
+        env = {k: v for k, v in self.config.env.items() if not is_secret(k)}
+        return env or None
 
     def _session_kwargs(self) -> dict[str, Any]:
         from mcp.types import Implementation
@@ -581,7 +588,7 @@ class McpManager:
 
     def __init__(self, configs: dict[str, ServerConfig], cwd: Path, environ: Mapping[str, str] | None = None,
                  log_dir: Path | None = None, extra_roots: list[Path] | None = None):
-        environ = os.environ if environ is None else environ
+        environ = agent_environ() if environ is None else environ
         # MCP_TIMEOUT is Claude Code's name; MCP_CONNECT_TIMEOUT_MS stays for older configs.
         connect = timeout_from_env("MCP_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_TIMEOUT, environ)
         connect = timeout_from_env("MCP_TIMEOUT", connect, environ)
