@@ -296,16 +296,30 @@ def _where(cfg: Any) -> str:
     return " ".join([cfg.command, *cfg.args])
 
 
+UNTRUSTED = "⏸ Not started: this folder is not trusted (agent trust)"
+
+
+def _trusted(cwd: Path) -> bool:
+    from services.config import agent_home
+    from services.trust import is_trusted
+
+    return is_trusted(cwd, agent_home())
+
+
 async def _health(configs: dict[str, Any], cwd: Path) -> dict[str, tuple[str, str]]:
+    """Each server started and stopped, concurrently. A project server of an untrusted folder is not
+    started (that would run the folder's code): it is listed as such."""
     from services.config import project_dir
     from services.mcp.manager import McpManager
 
-    manager = McpManager(configs, cwd, log_dir=project_dir(cwd) / "mcp-logs")
+    held = {} if _trusted(cwd) else {n: c for n, c in configs.items() if c.scope == "project"}
+    manager = McpManager({n: c for n, c in configs.items() if n not in held}, cwd,
+                         log_dir=project_dir(cwd) / "mcp-logs")
     try:
         await manager.start()
     finally:
         await manager.close()
-    out = {}
+    out = {name: (UNTRUSTED, "") for name in held}
     for name, s in manager.servers.items():
         ok = s.ever_connected
         out[name] = ("✓ Connected" if ok else "✗ Failed to connect", "" if ok else s.error)

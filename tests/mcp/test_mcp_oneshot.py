@@ -5,6 +5,7 @@ a server that fails says why on stderr."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,8 +16,11 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 
 
 def configure(root: Path, servers: dict[str, list[str]]) -> None:
+    from services.trust import trust
+
     table = {n: {"command": sys.executable, "args": [str(SERVERS / args[0]), *args[1:]]} for n, args in servers.items()}
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": table}))
+    trust(root, Path(os.environ["AGENT_HOME"]))  # a project's .mcp.json is read only in a trusted folder
 
 
 def test_a_hung_server_does_not_delay_the_first_request(cli: CliRunner, workdir: Path,

@@ -19,6 +19,9 @@ SERVERS = Path(__file__).resolve().parent / "servers"
 def test_prompt_tool_progress_and_status_in_a_terminal(cli, workdir: Path, fake_anthropic: FakeAnthropic) -> None:
     (workdir / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "templates": {"command": sys.executable, "args": [str(SERVERS / "templates.py")]}}}))
+    from services.trust import trust
+
+    trust(workdir, Path(cli.agent_home))  # a project's .mcp.json is read only in a trusted folder
     fake_anthropic.text("Reviewed alpha.")
     fake_anthropic.reply("Working.", tool_block("mcp__templates__slow", {"steps": 3}, id="toolu_slow"))
     fake_anthropic.text("All done.")
