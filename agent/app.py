@@ -23,6 +23,7 @@ class AppOptions:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     interactive: bool = False
+    fork_session: bool = False  # -c/-r continue as a new session (issue 21)
 
 
 def build_engine(
@@ -90,17 +91,17 @@ class ResumeError(Exception):
 
 def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
     """The session to resume (`--continue`: the newest; `--resume ID`: that one), or None."""
-    from services.session import SessionPaths, TranscriptError, list_sessions, load_transcript
+    from services.session import SessionPaths, TranscriptError, latest_session, load_transcript
 
     if resume:
         path = SessionPaths.for_session(cwd, resume).transcript
         if not path.is_file():
             raise ResumeError(f"no session {resume!r} in this project (see the REPL's /resume for a list)")
     elif continue_:
-        sessions = list_sessions(cwd)
-        if not sessions:
+        latest = latest_session(cwd)
+        if latest is None:
             raise ResumeError("no earlier session in this project to continue")
-        path = sessions[0]
+        path = latest
     else:
         return None
     try:

@@ -72,6 +72,10 @@ def run(
         bool, typer.Option("--continue", "-c", help="Resume the most recent session of this project.")
     ] = False,
     resume: Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")] = None,
+    fork_session: Annotated[
+        bool, typer.Option("--fork-session", help="With -c/-r: continue as a new session (copy of the history).")
+    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal and OS errors.")] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -123,6 +127,7 @@ def run(
         allowed_tools=list(allowed_tools or []),
         disallowed_tools=list(disallowed_tools or []),
         interactive=interactive,
+        fork_session=fork_session,
     )
     trace("cli.start", mode="repl" if interactive else "oneshot")
     try:
@@ -152,12 +157,20 @@ def with_resume_sentinel(argv: list[str]) -> list[str]:
     return out
 
 
-def main() -> None:
+def _run_app() -> int:
     try:
         app(args=with_resume_sentinel(sys.argv[1:]), prog_name="agent")
-    except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return EXIT_OK
+
+
+def main() -> None:
+    from agent.errors import guard
+
+    # One guard for every entry point (REPL, one-shot in each format, subcommands): OS errors are one
+    # line, a closed pipe exits quietly, no traceback without --debug (issue 21).
+    sys.exit(guard(_run_app))
 
 
 if __name__ == "__main__":

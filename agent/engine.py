@@ -29,7 +29,15 @@ from services.events import (
 )
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import Message, repair_pairing, user_message
-from services.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
+from services.session import (
+    FORMAT_VERSION,
+    LoadedSession,
+    SessionPaths,
+    Transcript,
+    new_session_id,
+    repair_record,
+    touch_index,
+)
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
 from tools.base import SessionState, Tool, ToolContext
@@ -82,29 +90,31 @@ class QueryEngine:
     def _start_session(self, session_id: str) -> None:
         self.session_id = session_id
         self.paths = SessionPaths.for_session(self.config.cwd, session_id)
-        self.transcript = Transcript(self.paths.transcript)
+        self.transcript = Transcript(self.paths.transcript, lock=True)
         self.messages: list[Message] = []
         self.replacement_state = ContentReplacementState()
         self.autocompact_state: dict[str, Any] = {}
         self.state.read_state.clear()
         self.state.extras.pop("todos", None)
         self._header_written = False
+        self._header_extra: dict[str, Any] = {}
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: dict[str, Any], sync: bool = False) -> None:
         if not self._header_written:
+            header = {
+                "type": "session",
+                "version": FORMAT_VERSION,
+                "session_id": self.session_id,
+                "cwd": str(self.config.cwd),
+                "model": self.config.model,
+                "created_at": time.time(),
+                "pid": os.getpid(),
+                **self._header_extra,
+            }
+            self.transcript.append(header)
             self._header_written = True
-            self.transcript.append(
-                {
-                    "type": "session",
-                    "version": FORMAT_VERSION,
-                    "session_id": self.session_id,
-                    "cwd": str(self.config.cwd),
-                    "model": self.config.model,
-                    "created_at": time.time(),
-                    "pid": os.getpid(),
-                }
-            )
-        self.transcript.append(record)
+            touch_index(self.paths.transcript)
+        self.transcript.append(record, sync=sync)
 
     def record(self, record: dict[str, Any]) -> None:
         """Append a non-message record (a decision, a plan update...) to the transcript."""
@@ -112,7 +122,8 @@ class QueryEngine:
 
     def append_message(self, message: Message) -> None:
         self.messages.append(message)
-        self._write({"type": "message", "message": message})
+        # Messages are the turn boundaries: each is on disk (fsync) before the front end shows it.
+        self._write({"type": "message", "message": message}, sync=True)
 
     def replace_history(self, messages: list[Message]) -> None:
         self.messages = list(messages)
@@ -124,16 +135,32 @@ class QueryEngine:
         self._start_session(new_session_id())
         self._session_start_source, self._pending_hook_messages = "clear", []
 
-    def resume(self, loaded: LoadedSession) -> None:
+    def resume(self, loaded: LoadedSession, fork: bool = False) -> None:
+        """Continue `loaded`: appending to its transcript under its lock (SessionLocked when another
+        process holds it), or with `fork` as a new session that starts with a copy of its history."""
+        if not fork:
+            # Take the lock before anything changes, so a refusal leaves this engine as it was.
+            probe = Transcript(SessionPaths.for_session(self.config.cwd, loaded.session_id).transcript, lock=True)
+            probe.open()
         self.transcript.close()
-        self._start_session(loaded.session_id)
-        self._header_written = True  # appending to an existing transcript
+        self._start_session(new_session_id() if fork else loaded.session_id)
         self._session_start_source, self._pending_hook_messages = "resume", []
         self.messages = list(loaded.messages)
         self.replacement_state = ContentReplacementState.from_records(loaded.records)
-        for rec in loaded.records:
-            if rec.get("type") == "repaired":
-                self.transcript.append({"type": "message", "message": rec["message"]})
+        if fork:
+            self._header_extra = {"forked_from": loaded.session_id}
+            self._write({"type": "history_replaced", "messages": self.messages, "forked_from": loaded.session_id},
+                        sync=True)
+            for rec in loaded.records:
+                if rec.get("type") not in ("history_replaced", "repair"):
+                    self._write(rec)
+        else:
+            self.transcript = probe
+            self._header_written = True  # appending to an existing transcript
+            fix = repair_record(loaded)
+            if fix is not None:
+                self._write(fix, sync=True)
+            touch_index(self.paths.transcript)
         for m in self.messages:
             if m.get("role") == "assistant":
                 self.usage.add(m.get("usage"))
@@ -203,6 +230,7 @@ class QueryEngine:
             self.append_message(m)
         if text:
             self.append_message(user_message(text))
+            touch_index(self.paths.transcript, text)
         params = QueryParams(
             messages=self.messages,
             system=self.config.system_prompt,

@@ -11,6 +11,7 @@ import traceback
 from typing import Any
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
+from agent.errors import EXIT_BROKEN_PIPE, set_transcript, silence_stdout
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -22,6 +23,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.messages import message_text
+from services.session import SessionLocked, privacy_warnings
 
 EXIT_CODES = {"completed": 0, "error": 1, "max_turns": 3, "aborted": 130}
 SUBTYPES = {
@@ -32,9 +34,26 @@ SUBTYPES = {
 }
 
 
+class _Stdout:
+    """stdout that survives its reader going away: after EPIPE it is closed for good (issue 21), the run
+    stops after the reply it is receiving (kept in the transcript) and the process exits quietly."""
+
+    closed = False
+
+    @classmethod
+    def write(cls, text: str) -> None:
+        if cls.closed:
+            return
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            cls.closed = True
+            silence_stdout()
+
+
 def _json_line(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    _Stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
 
 
 class OneShotPrinter:
@@ -55,15 +74,13 @@ class OneShotPrinter:
 
     def _text(self, ev: Any) -> None:
         if isinstance(ev, TextDeltaEvent):
-            sys.stdout.write(ev.text)
-            sys.stdout.flush()
+            _Stdout.write(ev.text)
             self.streamed_any = True
         elif isinstance(ev, AssistantEvent):
             if self.streamed_any:
-                sys.stdout.write("\n")
-                sys.stdout.flush()
+                _Stdout.write("\n")
             elif message_text(ev.message):
-                sys.stdout.write(message_text(ev.message) + "\n")
+                _Stdout.write(message_text(ev.message) + "\n")
             self.streamed_any = False
         elif isinstance(ev, ToolStartEvent):
             sys.stderr.write(f"[tool] {_label(ev.name, ev.input)}\n")
@@ -72,8 +89,7 @@ class OneShotPrinter:
         elif isinstance(ev, NoticeEvent):
             if ev.kind == "retry" and self.streamed_any:
                 # The failed attempt's text is already out: the retried answer starts on a new line.
-                sys.stdout.write("\n")
-                sys.stdout.flush()
+                _Stdout.write("\n")
                 self.streamed_any = False
             sys.stderr.write(f"[{ev.kind}] {ev.text}\n")
         sys.stderr.flush()
@@ -138,10 +154,17 @@ async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume:
 
 async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp: Any) -> int:
     engine = build_engine(opts, mcp=mcp)
+    set_transcript(lambda: engine.paths.transcript)
+    for warning in privacy_warnings(opts.cwd):
+        sys.stderr.write(f"warning: {warning}\n")
     if loaded is not None:
         for warning in loaded.warnings:
             sys.stderr.write(f"warning: {warning}\n")
-        engine.resume(loaded)
+        try:
+            engine.resume(loaded, fork=opts.fork_session)
+        except SessionLocked as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 1
     printer = OneShotPrinter(fmt)
     if fmt == "stream-json":
         _json_line(
@@ -170,6 +193,10 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
     try:
         async for ev in engine.run_turn(prompt, inject_before=inject or None):
             printer.event(ev)
+            if _Stdout.closed and isinstance(ev, AssistantEvent):
+                engine.abort()  # nobody reads on: the reply is kept, nothing more is run
+    except OSError:
+        raise  # the entry-point guard says what failed and what was kept (agent/errors.py)
     except Exception as exc:  # a bug in a stage must still end with one line and exit 1, not a traceback
         if os.environ.get("TRACE") == "1":
             traceback.print_exc()
@@ -177,10 +204,12 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
     finally:
         engine.close()
     terminal = crashed or engine.last_terminal or Terminal("error", 0, "no result")
+    if _Stdout.closed:
+        return EXIT_BROKEN_PIPE  # quietly, as Unix tools do
     if fmt in ("json", "stream-json"):
         obj = result_object(terminal, engine, printer.last_text)
         if fmt == "json":
-            sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            _Stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
         else:
             _json_line(obj)
     if terminal.reason == "error":
@@ -189,8 +218,8 @@ async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp:
         sys.stderr.write(f"Stopped: reached the turn limit ({opts.settings.max_turns}); raise it with --max-turns.\n")
     elif terminal.reason == "aborted":
         sys.stderr.write("Interrupted\n" if not terminal.error else f"Stopped: {terminal.error}\n")
-    sys.stdout.flush()
-    return EXIT_CODES[terminal.reason]
+    _Stdout.write("")
+    return EXIT_BROKEN_PIPE if _Stdout.closed else EXIT_CODES[terminal.reason]
 
 
 def run_oneshot(opts: AppOptions, prompt: str, fmt: str, continue_: bool = False, resume: str | None = None) -> int:

@@ -34,6 +34,7 @@ from services.messages import (
     Message,
     assistant_message,
     message_text,
+    sanitize_assistant,
     text_block,
     to_api,
     tool_uses,
@@ -209,7 +210,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             yield Terminal("error", turn, "The model stream ended without a message.")
             return
 
-        assistant = response.message
+        # Duplicate tool_use ids renamed, over-deep inputs refused (issue 21): every output kept, no recursion.
+        assistant = sanitize_assistant(response.message, {u["id"] for m in messages for u in tool_uses(m)})
         messages.append(assistant)
         yield AssistantEvent(assistant)
         uses = tool_uses(assistant)
