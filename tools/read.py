@@ -121,32 +121,68 @@ class ReadTool(Tool):
         return ToolOutput([block], summary=f"image, {size} bytes")
 
 
-def _cut(line: str) -> str:
-    if line.endswith("\r"):
+CHUNK = 1 << 20
+# Bytes kept of one line: enough for MAX_LINE_CHARS characters of any UTF-8 text (4 bytes each at most).
+LINE_KEEP_BYTES = MAX_LINE_CHARS * 4
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def _chars(data: bytes) -> int:
+    """Characters in UTF-8 `data` without decoding it: every byte that is not a continuation byte."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+def _cut(kept: bytes, dropped_chars: int) -> str:
+    """A line's text from its first bytes (the rest counted, never held), cut with a marker when long."""
+    line = kept.decode("utf-8", errors="replace")
+    if line.endswith("\r") and not dropped_chars:
         line = line[:-1]
-    if len(line) > MAX_LINE_CHARS:
-        return line[:MAX_LINE_CHARS] + f"… [line cut: {len(line) - MAX_LINE_CHARS} more characters]"
+    extra = max(0, len(line) - MAX_LINE_CHARS) + dropped_chars
+    if extra:
+        return line[:MAX_LINE_CHARS] + f"… [line cut: {extra} more characters]"
     return line
 
 
 def _window(f, offset: int | None, limit: int | None) -> tuple[str, int, int, int]:
-    """(numbered text, total lines, first line shown, last line shown) reading `f` line by line."""
+    """(numbered text, total lines, first line shown, last line shown), streaming `f` in 1 MiB chunks.
+
+    Memory stays bounded by the output whatever the file (issue 21): a line outside the window is only
+    counted, a line inside it keeps its first LINE_KEEP_BYTES bytes and counts the rest.
+    """
     start = max(1, offset or 1)
     count = limit if limit is not None else MAX_LINES
     shown: list[str] = []
-    total = 0
-    for total, raw in enumerate(f, 1):  # noqa: B007 (total is used after the loop)
-        if total < start:
+    lineno = 1  # the line the next byte belongs to
+    kept = bytearray()
+    dropped = 0  # characters of the current line past LINE_KEEP_BYTES
+    pending = False  # the current line has bytes (a last line without a newline still counts)
+    while chunk := f.read(CHUNK):
+        newlines = chunk.count(b"\n")
+        if lineno + newlines < start or lineno >= start + count:
+            # Wholly before or after the window: count, keep nothing.
+            lineno += newlines
+            pending = not chunk.endswith(b"\n")
             continue
-        if len(shown) >= count:
-            # Count the rest fast, without decoding.
-            tail = b""
-            while chunk := f.read(1 << 20):
-                total += chunk.count(b"\n")
-                tail = chunk
-            if tail and not tail.endswith(b"\n"):
-                total += 1
-            break
-        shown.append(_cut(raw.decode("utf-8", errors="replace").rstrip("\n")))
+        pos = 0
+        while pos < len(chunk):
+            nl = chunk.find(b"\n", pos)
+            piece = chunk[pos:] if nl < 0 else chunk[pos:nl]
+            if start <= lineno < start + count:
+                room = LINE_KEEP_BYTES - len(kept)
+                if room > 0:
+                    kept += piece[:room]
+                if len(piece) > room:
+                    dropped += _chars(piece[max(room, 0):])
+            pending = pending or bool(piece)
+            if nl < 0:
+                break
+            if start <= lineno < start + count:
+                shown.append(_cut(bytes(kept), dropped))
+            kept, dropped, pending = bytearray(), 0, False
+            lineno += 1
+            pos = nl + 1
+    total = lineno if pending else lineno - 1
+    if pending and start <= lineno < start + count:
+        shown.append(_cut(bytes(kept), dropped))
     end = start + len(shown) - 1
     return number_lines(shown, start), total, start, end
