@@ -66,7 +66,12 @@ def os_error_line(exc: OSError) -> str:
     from services.session import TranscriptWriteError
 
     if isinstance(exc, TranscriptWriteError):
-        kept = "every record before the failed one is on disk; resume with `agent -c` once there is room"
+        try:
+            written = Path(exc.filename).stat().st_size > 0
+        except (OSError, TypeError):
+            written = False
+        kept = ("the transcript keeps every record before the failed one; resume with `agent -c` once it "
+                "can be written" if written else "nothing of this session could be saved")
     elif transcript is not None and transcript.is_file():
         kept = f"the session so far is kept in {transcript}; resume with `agent -c`"
     else:

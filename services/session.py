@@ -472,9 +472,7 @@ def load_transcript(path: Path) -> LoadedSession:
                     f"{path}: written by a newer version (format {version}, this agent reads "
                     f"{FORMAT_VERSION}); upgrade the agent to resume it"
                 )
-            session.header = rec
-            if isinstance(rec.get("session_id"), str):
-                session.session_id = rec["session_id"]
+            session.header = rec  # the file's name is the session's identity, whatever the header says
         elif kind == "message":
             msg = rec.get("message")
             if _valid_message(msg):
