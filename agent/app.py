@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agent.context import SystemPromptBuilder
 from agent.deps import QueryDeps, production_deps
@@ -11,7 +12,7 @@ from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
 from tools.mcp_tool import mcp_tools
-from tools.permissions import AskHook, PermissionGate, load_settings
+from tools.permissions import AskHook, PermissionGate, load_settings, load_settings_data
 from tools.registry import default_tools
 
 
@@ -23,7 +24,21 @@ class AppOptions:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     interactive: bool = False
-    fork_session: bool = False  # -c/-r continue as a new session (issue 21)
+    # Claude Code's flags (issue 19).
+    add_dirs: list[Path] = field(default_factory=list)
+    system_prompt: str | None = None  # replaces ours
+    append_system_prompt: str | None = None
+    tools: list[str] | None = None  # the built-in tools to offer (None: all)
+    mcp_configs: list[dict[str, Any]] = field(default_factory=list)  # --mcp-config objects
+    strict_mcp_config: bool = False
+    extra_settings: dict[str, Any] | None = None  # --settings
+    setting_sources: list[str] | None = None  # --setting-sources (None: all)
+    session_id: str | None = None
+    fork_session: bool = False  # -c/-r continue as a new session (the REPL reads it; issue 21)
+    persist_session: bool = True
+    fallback_model: str | None = None
+    betas: list[str] = field(default_factory=list)
+    headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
 
 
 def build_engine(
@@ -45,6 +60,9 @@ def build_engine(
     )
     tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
+    if opts.tools is not None:  # --tools: only these built-ins (MCP tools are chosen by --mcp-config)
+        wanted = set(opts.tools)
+        tools = [t for t in tools if t.name in wanted]
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
     hooks = CommandHooks(opts.cwd, home)
@@ -58,9 +76,18 @@ def build_engine(
     )
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
-    engine = QueryEngine(config, tools, deps or production_deps(mock=settings.mock), gate=gate, hooks=hooks)
+    engine = QueryEngine(config, tools, deps or production_deps(
+        mock=settings.mock, betas=opts.betas,
+        fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
+                         gate=gate, hooks=hooks, session_id=opts.session_id, persist=opts.persist_session)
     # Context, skills and hooks (issue 7): the prompt is rebuilt per session / when memory changes.
-    engine.prompt_source = lambda: prompt.build(engine.session_id)
+    # --system-prompt replaces it (an empty one included, as the Agent SDK sends by default).
+    def prompt_source() -> str:
+        base = opts.system_prompt if opts.system_prompt is not None else prompt.build(engine.session_id)
+        extra = opts.append_system_prompt
+        return f"{base}\n\n{extra}" if base and extra else (base or extra or "")
+
+    engine.prompt_source = prompt_source
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
     engine.prompt_builder = prompt
@@ -74,7 +101,11 @@ def build_engine(
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
     """Mode and rules from the flags plus `permissions` in settings.json (agent home, then project)."""
-    perms = load_settings([home / "settings.json", opts.cwd / ".agents" / "settings.json"])
+    sources = {"user": home / "settings.json", "project": opts.cwd / ".agents" / "settings.json"}
+    wanted = opts.setting_sources if opts.setting_sources is not None else list(sources)
+    perms = load_settings([path for name, path in sources.items() if name in wanted])
+    if opts.extra_settings is not None:  # --settings: a layer above the files
+        perms = load_settings_data(opts.extra_settings, into=perms)
     mode = perms.default_mode if opts.permission_mode == "default" and perms.default_mode else opts.permission_mode
     return PermissionGate(
         mode=mode,  # type: ignore[arg-type]
@@ -82,6 +113,7 @@ def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> Permission
         allowed_tools=[*perms.allow, *opts.allowed_tools],
         disallowed_tools=[*perms.deny, *opts.disallowed_tools],
         ask_tools=list(perms.ask),
+        headless=opts.headless,
     )
 
 
@@ -110,16 +142,18 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
         raise ResumeError(str(exc)) from None
 
 
-async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns McpManager | None
+async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = None,  # noqa: ANN001, ANN201
+                    strict: bool = False):
     """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
 
     Returns None when no server is configured (the SDK is then never imported). Each config problem and
     each failed server is reported once through `warn` (stderr by default). The caller passes the
     manager to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
     """
+    import os
     import sys
 
-    from services.mcp.config import load_config
+    from services.mcp.config import load_config, load_data
     from services.mcp.manager import McpManager
 
     if warn is None:
@@ -127,7 +161,11 @@ async def start_mcp(cwd: Path, warn=None):  # noqa: ANN001, ANN201 - returns Mcp
             sys.stderr.write(f"warning: {text}\n")
             sys.stderr.flush()
 
-    configs, warnings = load_config(cwd)
+    configs, warnings = ({}, []) if strict else load_config(cwd)
+    for i, data in enumerate(extra or []):  # --mcp-config objects; later ones win
+        found, warns = load_data(data, f"--mcp-config #{i + 1}", os.environ)
+        configs.update(found)
+        warnings.extend(warns)
     if not configs:
         for text in warnings:
             warn(text)

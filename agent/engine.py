@@ -34,6 +34,7 @@ from services.session import (
     LoadedSession,
     SessionPaths,
     Transcript,
+    ensure_private_dir,
     new_session_id,
     repair_record,
     touch_index,
@@ -64,6 +65,7 @@ class QueryEngine:
         gate: PermissionGate | None = None,
         hooks: Hooks = NO_HOOKS,
         session_id: str | None = None,
+        persist: bool = True,
     ):
         self.config = config
         self.tools = tools
@@ -84,20 +86,20 @@ class QueryEngine:
         self.skills: list[Any] = []
         self._session_start_source: str | None = "startup"
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
+        self.persist = persist
         self._start_session(session_id or new_session_id())
 
     # -- session lifecycle -------------------------------------------------------------------
     def _start_session(self, session_id: str) -> None:
         self.session_id = session_id
         self.paths = SessionPaths.for_session(self.config.cwd, session_id)
-        self.transcript = Transcript(self.paths.transcript, lock=True)
+        self.transcript = Transcript(self.paths.transcript, lock=True, persist=self.persist)
         self.messages: list[Message] = []
         self.replacement_state = ContentReplacementState()
         self.autocompact_state: dict[str, Any] = {}
         self.state.read_state.clear()
         self.state.extras.pop("todos", None)
         self._header_written = False
-        self._header_extra: dict[str, Any] = {}
 
     def _write(self, record: dict[str, Any], sync: bool = False) -> None:
         if not self._header_written:
@@ -109,7 +111,6 @@ class QueryEngine:
                 "model": self.config.model,
                 "created_at": time.time(),
                 "pid": os.getpid(),
-                **self._header_extra,
             }
             self.transcript.append(header)
             self._header_written = True
@@ -135,25 +136,23 @@ class QueryEngine:
         self._start_session(new_session_id())
         self._session_start_source, self._pending_hook_messages = "clear", []
 
-    def resume(self, loaded: LoadedSession, fork: bool = False) -> None:
+    def resume(self, loaded: LoadedSession, fork: bool | str = False) -> None:
         """Continue `loaded`: appending to its transcript under its lock (SessionLocked when another
-        process holds it), or with `fork` as a new session that starts with a copy of its history."""
+        process holds it), or with `fork` (`--fork-session`; a string is the new id) as a new session that
+        starts with a copy of its history, leaving the original as it was."""
         if not fork:
             # Take the lock before anything changes, so a refusal leaves this engine as it was.
-            probe = Transcript(SessionPaths.for_session(self.config.cwd, loaded.session_id).transcript, lock=True)
+            path = SessionPaths.for_session(self.config.cwd, loaded.session_id).transcript
+            probe = Transcript(path, lock=True, persist=self.persist)
             probe.open()
         self.transcript.close()
-        self._start_session(new_session_id() if fork else loaded.session_id)
+        new_id = fork if isinstance(fork, str) else new_session_id()
+        self._start_session(new_id if fork else loaded.session_id)
         self._session_start_source, self._pending_hook_messages = "resume", []
         self.messages = list(loaded.messages)
         self.replacement_state = ContentReplacementState.from_records(loaded.records)
         if fork:
-            self._header_extra = {"forked_from": loaded.session_id}
-            self._write({"type": "history_replaced", "messages": self.messages, "forked_from": loaded.session_id},
-                        sync=True)
-            for rec in loaded.records:
-                if rec.get("type") not in ("history_replaced", "repair"):
-                    self._write(rec)
+            self._copy_for_fork(loaded)
         else:
             self.transcript = probe
             self._header_written = True  # appending to an existing transcript
@@ -169,6 +168,26 @@ class QueryEngine:
         todos = latest_todos(self.messages, loaded.records)
         if todos is not None:
             self.state.extras["todos"] = todos
+
+    def _copy_for_fork(self, loaded: LoadedSession) -> None:
+        """The fork's transcript starts as a byte copy of the whole lines the load read (the original is
+        never touched, nor locked), then says where it came from and what the load repaired."""
+        if not self.persist:
+            return
+        src = SessionPaths.for_session(self.config.cwd, loaded.session_id).transcript
+        with open(src, "rb") as fh:
+            data = fh.read(loaded.size)
+        data = data[: data.rfind(b"\n") + 1]
+        ensure_private_dir(self.paths.transcript.parent)
+        fd = os.open(self.paths.transcript, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        self._header_written = bool(data)
+        self._write({"type": "forked", "from": loaded.session_id, "at": time.time()}, sync=True)
+        fix = repair_record(loaded)
+        if fix is not None:
+            self._write(fix, sync=True)
+        touch_index(self.paths.transcript)
 
     @property
     def session_dir(self) -> Path:

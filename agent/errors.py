@@ -18,13 +18,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_MAX_TURNS = 3
-EXIT_OS_ERROR = 74  # sysexits EX_IOERR
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141
+from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OS_ERROR
 
 _REASONS = {
     errno.ENOSPC: "no space left on the device",
@@ -49,7 +43,8 @@ def debug_enabled(argv: list[str] | None = None) -> bool:
     args = sys.argv[1:] if argv is None else argv
     if "--" in args:
         args = args[: args.index("--")]
-    return "--debug" in args or os.environ.get("AGENT_DEBUG") == "1"
+    return any(a in ("-d", "--debug") or a.startswith("--debug=") for a in args) or (
+        os.environ.get("AGENT_DEBUG") == "1")
 
 
 def os_error_line(exc: OSError) -> str:

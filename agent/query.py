@@ -24,6 +24,7 @@ from services.events import (
     HistoryReplacedEvent,
     NoticeEvent,
     RecordEvent,
+    StreamEvent,
     Terminal,
     TextDeltaEvent,
     ToolResultsEvent,
@@ -40,7 +41,7 @@ from services.messages import (
     tool_uses,
     user_message,
 )
-from services.model_types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.model_types import ModelError, ModelRequest, ModelResponse, RawStreamEvent, Retrying, TextDelta
 from services.trace import trace
 from tools.base import Tool, ToolContext
 from tools.orchestration import BatchOutcome, ToolRunner
@@ -186,6 +187,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                     )
                 elif isinstance(event, ModelResponse):
                     response = event
+                elif isinstance(event, RawStreamEvent):
+                    yield StreamEvent(event.event)
         except _Aborted:
             for ev in _interrupted(streamed):
                 yield ev

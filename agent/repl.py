@@ -396,7 +396,8 @@ class Repl:
             for warning in loaded.warnings:
                 self.say(f"warning: {warning}", "yellow")
             try:
-                self.engine.resume(loaded, fork=self.opts.fork_session)
+                fork = (self.opts.session_id or True) if self.opts.fork_session else False
+                self.engine.resume(loaded, fork=fork)
             except SessionLocked as exc:
                 self.say(f"error: {exc}", "bold red")
                 return 1
@@ -439,7 +440,7 @@ class Repl:
         exc = context.get("exception")
         trace("repl.loop_exception", message=context.get("message", ""), error=type(exc).__name__ if exc else "")
 
-    async def run(self, continue_: bool = False, resume: str | None = None) -> int:
+    async def run(self, continue_: bool = False, resume: str | None = None, initial_prompt: str | None = None) -> int:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         from agent.commands import cmd_resume
         from services.session import PICK_SESSION
@@ -453,6 +454,10 @@ class Repl:
             return code
         try:
             await self.start_mcp()
+            if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
+                code = await self.handle_line(initial_prompt)
+                if code is not None:
+                    return code
             while True:
                 try:
                     typed, self._typeahead = self._typeahead.strip("\n"), ""
@@ -478,10 +483,11 @@ class Repl:
                 await self.mcp.close()
 
 
-def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None) -> int:
+def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None,
+             initial_prompt: str | None = None) -> int:
     repl = Repl(opts)
     try:
-        return asyncio.run(repl.run(continue_=continue_, resume=resume))
+        return asyncio.run(repl.run(continue_=continue_, resume=resume, initial_prompt=initial_prompt))
     except KeyboardInterrupt:  # a SIGINT that landed between the prompt and a turn
         sys.stderr.write("Interrupted\n")
         return EXIT_INTERRUPTED

@@ -16,6 +16,13 @@ class TextDeltaEvent:
 
 
 @dataclass
+class StreamEvent:
+    """A raw API stream event, passed through for front ends that show them (stream-json)."""
+
+    event: dict[str, Any]
+
+
+@dataclass
 class AssistantEvent:
     message: Message
 
@@ -83,6 +90,7 @@ class Terminal:
 
 Event = (
     TextDeltaEvent
+    | StreamEvent
     | AssistantEvent
     | ToolStartEvent
     | ToolEndEvent

@@ -21,6 +21,15 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     model: str
     max_tokens: int
+    # Also yield every raw API stream event (`RawStreamEvent`): stream-json's --include-partial-messages.
+    raw_events: bool = False
+
+
+@dataclass
+class RawStreamEvent:
+    """One server-sent event of the Messages API, as JSON (message_start, content_block_delta, ...)."""
+
+    event: dict[str, Any]
 
 
 @dataclass
@@ -51,5 +60,5 @@ class ModelError(Exception):
         self.kind = kind
 
 
-ModelEvent = TextDelta | Retrying | ModelResponse
+ModelEvent = TextDelta | Retrying | ModelResponse | RawStreamEvent
 CallModel = Callable[[ModelRequest], AsyncIterator[ModelEvent]]

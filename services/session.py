@@ -67,7 +67,8 @@ class TranscriptWriteError(OSError):
 
 
 def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
+    """A UUID, as Claude Code's session ids are (scripts and SDK clients pass them back)."""
+    return str(uuid.uuid4())
 
 
 # -- private by default --------------------------------------------------------------------------
@@ -303,11 +304,13 @@ class Transcript:
     """Appends records, each with one `write` of a whole line; see the module's contract.
 
     `lock=True` (the engine's sessions) takes the session lock when the file is first opened; a
-    sub-agent's transcript is private to its parent and takes none.
+    sub-agent's transcript is private to its parent and takes none. With `persist=False`
+    (`--no-session-persistence`) nothing is written and nothing is locked.
     """
 
-    def __init__(self, path: Path, lock: bool = False):
+    def __init__(self, path: Path, lock: bool = False, persist: bool = True):
         self.path = path
+        self.persist = persist
         self._fd: int | None = None
         self._lock = SessionLock(path.with_suffix(".lock"), path.stem) if lock else None
 
@@ -316,7 +319,7 @@ class Transcript:
         return self._fd is not None
 
     def open(self) -> None:
-        if self._fd is not None:
+        if self._fd is not None or not self.persist:
             return
         try:
             ensure_private_dir(self.path.parent)
@@ -347,6 +350,8 @@ class Transcript:
             os.ftruncate(self._fd, keep)
 
     def append(self, record: dict[str, Any], sync: bool = False) -> None:
+        if not self.persist:
+            return
         data = _dumps(record)
         self.open()
         assert self._fd is not None
@@ -398,6 +403,7 @@ class LoadedSession:
     damaged_lines: list[int] = field(default_factory=list)
     # True when `messages` differs from what the transcript's records say (the engine writes it back).
     repaired_history: bool = False
+    size: int = 0  # bytes read (a fork copies exactly these)
 
 
 def _recover(raw: bytes) -> dict[str, Any] | None:
@@ -437,7 +443,7 @@ def load_transcript(path: Path) -> LoadedSession:
         raise TranscriptError(f"no transcript at {path}") from None
     except OSError as exc:
         raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    session = LoadedSession(path.stem)
+    session = LoadedSession(path.stem, size=len(data))
     lines = data.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline
     if tail:

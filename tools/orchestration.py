@@ -143,7 +143,12 @@ class ToolRunner:
             if error:
                 raise ToolError(error)
             assert isinstance(raw_input, dict)
-            verdict = await self.gate.authorize(tool, raw_input, self.ctx)
+            verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
+            if verdict.allowed and verdict.updated_input is not None:
+                error = validate_input(tool, verdict.updated_input)  # the host's input is checked too
+                if error:
+                    raise ToolError(error)
+                raw_input = verdict.updated_input
             if not verdict.allowed:
                 end_turn = verdict.end_turn
                 output = ToolOutput(verdict.message, is_error=True, summary="denied")

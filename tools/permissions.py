@@ -55,6 +55,18 @@ class PermissionRequest:
     input: dict[str, Any]
     label: str
     reason: str = ""
+    tool_use_id: str = ""
+
+
+@dataclass
+class PermissionResult:
+    """A richer answer than `Answer`, from hosts that can give one (the SDK's can_use_tool): the input to
+    run instead (`updated_input`), the denial text the model gets (`message`), or an interrupt."""
+
+    answer: Answer
+    updated_input: dict[str, Any] | None = None
+    message: str = ""
+    interrupt: bool = False
 
 
 @dataclass
@@ -63,9 +75,23 @@ class Verdict:
     message: str = ""
     # A denial by the user in the REPL ends the turn; a policy denial in one-shot does not.
     end_turn: bool = False
+    # The input to run with, when the host changed it (PermissionResult.updated_input).
+    updated_input: dict[str, Any] | None = None
 
 
-AskHook = Callable[[PermissionRequest], Awaitable[Answer]]
+AskHook = Callable[[PermissionRequest], Awaitable[Answer | PermissionResult]]
+
+
+def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
+    """Claude Code's wording when nobody can be asked (`-p`): the permission was not granted."""
+    target = None
+    try:
+        target = tool.permission_target(input)
+    except Exception:
+        pass
+    if target is not None and target[0] == "path" and not tool.is_read_only(input):
+        return f"Claude requested permissions to write to {ctx.resolve(target[1])}, but you haven't granted it yet."
+    return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 
 @dataclass(frozen=True)
@@ -258,16 +284,23 @@ def load_settings(paths: list[Path]) -> PermissionSettings:
             data = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        perms = data.get("permissions") if isinstance(data, dict) else None
-        if not isinstance(perms, dict):
-            continue
-        for key in ("allow", "ask", "deny"):
-            values = perms.get(key)
-            if isinstance(values, list):
-                getattr(out, key).extend(str(v) for v in values if isinstance(v, str))
-        mode = perms.get("defaultMode")
-        if isinstance(mode, str) and mode in MODES:
-            out.default_mode = mode
+        load_settings_data(data, into=out)
+    return out
+
+
+def load_settings_data(data: Any, into: PermissionSettings | None = None) -> PermissionSettings:
+    """The `permissions` of one settings object, added to `into`."""
+    out = into if into is not None else PermissionSettings()
+    perms = data.get("permissions") if isinstance(data, dict) else None
+    if not isinstance(perms, dict):
+        return out
+    for key in ("allow", "ask", "deny"):
+        values = perms.get(key)
+        if isinstance(values, list):
+            getattr(out, key).extend(str(v) for v in values if isinstance(v, str))
+    mode = perms.get("defaultMode")
+    if isinstance(mode, str) and mode in MODES:
+        out.default_mode = mode
     return out
 
 
@@ -283,6 +316,10 @@ class PermissionGate:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     ask_tools: list[str] = field(default_factory=list)
+    # One-shot and SDK runs: with nobody to ask, a denial tells the model the permission was not granted.
+    headless: bool = False
+    # Every denial of the current task, as Claude Code reports them (`permission_denials`).
+    denials: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -339,6 +376,12 @@ class PermissionGate:
         return is_outside(ctx.resolve(target[1]), ctx.project_root)
 
     async def authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
+        verdict = await self._authorize(tool, input, ctx)
+        if not verdict.allowed:
+            self.denials.append({"tool_name": tool.name, "tool_use_id": ctx.tool_use_id, "tool_input": input})
+        return verdict
+
+    async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
         deny = [Rule.parse(r) for r in self.disallowed_tools]
         if self._match(deny, tool, input, ctx, all_parts=False):
             return Verdict(False, REJECT_MESSAGE)
@@ -364,8 +407,12 @@ class PermissionGate:
             if self._allowed_by_env():
                 return Verdict(True)
         if self.ask is None:
-            return Verdict(False, REJECT_MESSAGE)
-        answer = await self.ask(PermissionRequest(tool, input, tool.describe(input), reason))
+            return Verdict(False, headless_denial(tool, input, ctx) if self.headless else REJECT_MESSAGE)
+        answer = await self.ask(PermissionRequest(tool, input, tool.describe(input), reason, ctx.tool_use_id))
+        if isinstance(answer, PermissionResult):
+            if answer.answer == "deny":
+                return Verdict(False, answer.message or REJECT_MESSAGE, end_turn=answer.interrupt)
+            return Verdict(True, updated_input=answer.updated_input)
         if answer == "always":
             if not outside:
                 rule = self.session_rule_for(tool, input, ctx)

@@ -5,15 +5,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import jsonschema
-from jsonschema import Draft202012Validator
-
 from services.messages import INVALID_INPUT_KEY
 from tools.base import Tool
 
 
 @lru_cache(maxsize=256)
-def _validator_for(schema_key: int, tool: Tool) -> Draft202012Validator:
+def _validator_for(schema_key: int, tool: Tool) -> Any:
+    from jsonschema import Draft202012Validator  # imported at the first tool call: start-up stays light
+
     return Draft202012Validator(tool.input_schema)
 
 
@@ -26,6 +25,8 @@ def validate_input(tool: Tool, input: Any) -> str | None:
             f"Invalid input for {tool.name}: the arguments were not valid JSON ({input[INVALID_INPUT_KEY]}). "
             "Send the call again with a JSON object."
         )
+    import jsonschema
+
     try:
         validator = _validator_for(id(tool.input_schema), tool)
     except jsonschema.SchemaError as exc:

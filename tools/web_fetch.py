@@ -20,13 +20,14 @@ import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
-
-import httpx
 
 from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:  # httpx is imported when a request is made: start-up stays light
+    import httpx
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_BYTES = 512 * 1024
@@ -305,6 +306,8 @@ class WebFetchTool(Tool):
                 )
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        import httpx
+
         url = input["url"].strip()
         check_url_syntax(url)  # a bad scheme is refused before anything else happens
         async with httpx.AsyncClient(

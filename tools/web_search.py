@@ -13,13 +13,14 @@ import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
 
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:  # httpx is imported when a request is made: start-up stays light
+    import httpx
 from tools.web_fetch import abortable
 
 DEFAULT_RESULTS = 8
@@ -289,6 +290,8 @@ class WebSearchTool(Tool):
         allowed = [d for d in input.get("allowed_domains") or [] if isinstance(d, str) and d.strip()]
         blocked = [d for d in input.get("blocked_domains") or [] if isinstance(d, str) and d.strip()]
         trace("websearch.request", adapter=self.adapter.name, query_len=len(query), count=count)
+        import httpx
+
         async with httpx.AsyncClient(transport=self.transport, timeout=httpx.Timeout(self.timeout)) as client:
             try:
                 raw = await abortable(

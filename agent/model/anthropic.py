@@ -17,7 +17,15 @@ from typing import Any
 
 from services.config import env_int
 from services.messages import INVALID_INPUT_KEY, assistant_message
-from services.model_types import ModelError, ModelEvent, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.model_types import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    RawStreamEvent,
+    Retrying,
+    TextDelta,
+)
 from services.trace import trace
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -142,7 +150,9 @@ class _Accumulator:
 class AnthropicModel:
     """`call_model` for the real API. One client per process, created on first use."""
 
-    def __init__(self, max_retries: int | None = None, timeout: float | None = None):
+    def __init__(self, max_retries: int | None = None, timeout: float | None = None,
+                 betas: list[str] | None = None):
+        self.betas = list(betas or [])
         self.max_retries = max_retries if max_retries is not None else env_int("API_MAX_RETRIES", 4, minimum=0)
         self.timeout = timeout if timeout is not None else env_int("API_TIMEOUT_MS", 600_000, minimum=1) / 1000
         self._client: Any = None
@@ -151,7 +161,8 @@ class AnthropicModel:
         if self._client is None:
             import anthropic  # noqa: PLC0415 - the SDK takes ~1 s to import; only now is it needed
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout)
+            headers = {"anthropic-beta": ",".join(self.betas)} if self.betas else None
+            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout, default_headers=headers)
         return self._client
 
     def __call__(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -224,6 +235,8 @@ class AnthropicModel:
             async with stream:
                 async for event in stream:
                     kind = event.type
+                    if request.raw_events:
+                        yield RawStreamEvent(event.to_dict())
                     if kind == "message_start":
                         acc.started = True
                         acc.usage.update(_usage(event.message.usage))

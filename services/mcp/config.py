@@ -100,6 +100,12 @@ def load_file(path: Path, environ: Mapping[str, str]) -> tuple[dict[str, ServerC
         return {}, [f"MCP config {path}: cannot read ({exc}); skipped"]
     except json.JSONDecodeError as exc:
         return {}, [f"MCP config {path}: invalid JSON ({exc.msg} at line {exc.lineno}); skipped"]
+    return load_data(data, str(path), environ)
+
+
+def load_data(data: Any, source: str, environ: Mapping[str, str]) -> tuple[dict[str, ServerConfig], list[str]]:
+    """The servers of one parsed config object (`{"mcpServers": {...}}`), named `source` in warnings."""
+    path = source
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
         return {}, [f'MCP config {path}: needs an object with an "mcpServers" object; skipped']
     servers: dict[str, ServerConfig] = {}

@@ -246,7 +246,8 @@ def _closed_stdout(fmt: str) -> Callable[[Row], None]:
     def setup(r: Row) -> None:
         fake = r.fake()
         fake.text("The reply nobody read.")
-        proc = r.cli().popen("-p", "--output-format", fmt, "write a poem")
+        proc = r.cli().popen("-p", "--output-format", fmt, *(["--verbose"] if fmt == "stream-json" else []),
+                             "write a poem")
         proc.stdout.close()  # the reader went away (`agent -p ... | head -c0`)
         err = proc.stderr.read()
         proc.wait(timeout=WAIT)
@@ -287,7 +288,7 @@ def input_nested_5000_deep(r: Row) -> None:
     fake.reply(tool_block("Echo", raw_json='{"message": ' + "[" * 5000 + "]" * 5000 + "}", id="toolu_deep"),
                fragment=1 << 16)
     fake.text("Survived.")
-    r.faulty.append(r.cli()("-p", "--output-format", "stream-json", "go deep", timeout=WAIT))
+    r.faulty.append(r.cli()("-p", "--output-format", "stream-json", "--verbose", "go deep", timeout=WAIT))
     r.notes["request"] = fake.requests[1] if len(fake.requests) > 1 else None
     r.resume()
 

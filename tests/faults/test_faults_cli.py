@@ -113,7 +113,7 @@ def retried(s: Scenario) -> Plan:
     s.fake.text("Recovered answer.")
     s.fake.text("Second answer.")
     return Plan(
-        first=[(["-p", "first question"], {"TRACE": "1", "API_MAX_RETRIES": "4"})],
+        first=[(["-p", "--verbose", "first question"], {"TRACE": "1", "API_MAX_RETRIES": "4"})],
         then=[(["--continue", "-p", "second question"], {})],
     )
 

@@ -217,7 +217,7 @@ async def test_a_second_writer_is_refused_with_the_holders_pid_or_forks(cwd):
     other.close()
     forked = load_transcript(other.paths.transcript)
     assert user_texts(forked.messages) == ["first question", "second question", "in the fork"]
-    assert forked.header["forked_from"] == engine.session_id
+    assert [r["from"] for r in forked.records if r.get("type") == "forked"] == [engine.session_id]
     assert user_texts(load_transcript(engine.paths.transcript).messages) == ["first question", "second question"]
     holder.close()
     again = make_engine(cwd, [reply("ok")])

@@ -1,0 +1,15 @@
+"""`agent <subcommand>`: the words that are commands, not prompts (Claude Code's `claude doctor`, ...)."""
+
+from __future__ import annotations
+
+
+def run_subcommand(name: str, argv: list[str]) -> int:
+    if name == "doctor":
+        from agent.doctor import main as doctor
+
+        return doctor(argv)
+    if name == "config":
+        from agent.config_cmd import main as config
+
+        return config(argv)
+    raise ValueError(f"unknown subcommand {name!r}")
