@@ -34,7 +34,7 @@ from services.config import project_slug
 from services.session import ensure_private_dir
 from tests.conftest import CliResult, CliRunner
 from tests.fake_anthropic import FakeAnthropic, tool_block
-from tests.faults.test_faults_cli import assert_well_formed, results_by_id, user_texts
+from tests.faults.test_faults_cli import HomeAndProject, assert_well_formed, results_by_id, user_texts
 from tests.procs import pid_alive
 
 BYPASS = ("--permission-mode", "bypassPermissions")
@@ -47,21 +47,13 @@ class Skip(Exception):
 
 
 @dataclass
-class Row:
+class Row(HomeAndProject):
     base: Path
     fakes: list[FakeAnthropic] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
     faulty: list[CliResult] = field(default_factory=list)
     resumed: CliResult | None = None
     resume_request: Any = None
-
-    @property
-    def home(self) -> Path:
-        return self.base / "home"
-
-    @property
-    def project(self) -> Path:
-        return self.base / "project"
 
     def fake(self) -> FakeAnthropic:
         f = FakeAnthropic()
