@@ -11,6 +11,7 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
+from services.models import context_window
 from tools.mcp_tool import mcp_tools
 from tools.permissions import AskHook, PermissionGate, load_settings, load_settings_data
 from tools.registry import default_tools
@@ -45,7 +46,9 @@ def build_engine(
     opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: object | None = None
 ) -> QueryEngine:
     from services.hooks.command import CommandHooks
+    from services.server_tools import enabled_server_tools
     from services.skills import discover_skills
+    from services.thinking import options_from
     from tools.agent_tool import AgentTool
     from tools.skill import SkillTool
 
@@ -66,13 +69,19 @@ def build_engine(
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
     hooks = CommandHooks(opts.cwd, home)
+    # Until the one settings layer (issue 15) lands: user, then project files; later ones win.
+    settings_files = [home / "settings.json", opts.cwd / ".agents" / "settings.json", opts.cwd / ".claude" / "settings.json"]
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
         system_prompt="",
-        compact=CompactOptions.from_env(),
+        compact=CompactOptions.from_env(model_window=context_window(settings.model)),
+        # Extended thinking (issue 17): MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
+        thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
+                              budget=settings.max_thinking_tokens),
+        server_tools=enabled_server_tools(settings_files),
     )
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]

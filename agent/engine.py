@@ -39,8 +39,10 @@ from services.session import (
     repair_record,
     touch_index,
 )
+from services.thinking import ThinkingOptions
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
+from tools.background_tasks import TASKS_KEY
 from tools.base import SessionState, Tool, ToolContext
 from tools.permissions import PermissionGate
 from tools.todo import latest_todos
@@ -51,9 +53,11 @@ class EngineConfig:
     cwd: Path
     model: str
     max_turns: int = 100
-    max_tokens: int = 16384
+    max_tokens: int = 0  # 0: the model's default (services/models.default_max_tokens)
     system_prompt: str = ""
     compact: CompactOptions = field(default_factory=CompactOptions)
+    thinking: ThinkingOptions | None = None
+    server_tools: list[str] = field(default_factory=list)
 
 
 class QueryEngine:
@@ -128,6 +132,7 @@ class QueryEngine:
 
     def replace_history(self, messages: list[Message]) -> None:
         self.messages = list(messages)
+        self.replacement_state.history_replaced()  # a compaction boundary voids position-based decisions
         self._write({"type": "history_replaced", "messages": self.messages})
 
     def clear(self) -> None:
@@ -162,7 +167,7 @@ class QueryEngine:
             touch_index(self.paths.transcript)
         for m in self.messages:
             if m.get("role") == "assistant":
-                self.usage.add(m.get("usage"))
+                self.usage.add(m.get("usage"), model=(m.get("meta") or {}).get("model"))
                 self.last_usage = m.get("usage") or self.last_usage
         replay_usage_records(self.usage, loaded.records)
         todos = latest_todos(self.messages, loaded.records)
@@ -248,6 +253,8 @@ class QueryEngine:
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
         if text:
+            # No meta: the user's own words (every injected message carries a meta key saying where it came
+            # from), which retain and autocompact keep verbatim (services/compact/retain.py: is_user_own).
             self.append_message(user_message(text))
             touch_index(self.paths.transcript, text)
         params = QueryParams(
@@ -263,6 +270,8 @@ class QueryEngine:
             compact=self.config.compact,
             replacement_state=self.replacement_state,
             autocompact_state=self.autocompact_state,
+            thinking=self.config.thinking,
+            server_tools=list(self.config.server_tools),
         )
         terminal: Terminal | None = None
         try:
@@ -286,7 +295,7 @@ class QueryEngine:
             self.append_message(event.message)
             usage = event.message.get("usage")
             if usage:
-                self.usage.add(usage)
+                self.usage.add(usage, model=(event.message.get("meta") or {}).get("model") or self.config.model)
                 self.last_usage = usage
         elif isinstance(event, ToolResultsEvent):
             self.append_message(event.message)
@@ -300,4 +309,8 @@ class QueryEngine:
             self.record(event.record)
 
     def close(self) -> None:
+        """The session ends: background tasks are killed, the transcript is closed."""
+        tasks = self.state.extras.get(TASKS_KEY)
+        if tasks is not None:
+            tasks.kill_all()
         self.transcript.close()

@@ -47,9 +47,15 @@ SUBTYPES = {
     "error": "error_during_execution",
     "aborted": "error_during_execution",
     "budget": "error_max_budget_usd",
+    # Stop reasons that end a turn (issue 17): a refusal and a context window that stayed full are
+    # errors; a reply cut at max_tokens keeps its text as `result` but says it is incomplete.
+    "refusal": "error_during_execution",
+    "context_window_exceeded": "error_during_execution",
+    "max_tokens": "error_max_tokens",
 }
 TERMINAL_REASONS = {"completed": "completed", "max_turns": "max_turns", "error": "model_error",
-                    "aborted": "aborted_streaming", "budget": "max_budget_usd"}
+                    "aborted": "aborted_streaming", "budget": "max_budget_usd", "refusal": "refusal",
+                    "context_window_exceeded": "context_window_exceeded", "max_tokens": "max_tokens"}
 INTERRUPTED_TEXT = "[Request interrupted by user]"
 
 
@@ -76,14 +82,11 @@ class JsonOut:
                 silence_stdout()  # no "Exception ignored" from the exit-time flush
 
 
-def _model_limits(model: str, default_max: int) -> tuple[int, int]:
-    """(context window, max output tokens) from the model catalog when it has the model."""
-    try:
-        from services import models  # the catalog (issue 17)
+def _model_limits(model: str) -> tuple[int, int]:
+    """(context window, max output tokens) from the model catalog."""
+    from services import models
 
-        return models.context_window(model), models.max_output_tokens(model)
-    except Exception:
-        return 200_000, default_max
+    return models.context_window(model), models.max_output_tokens(model)
 
 
 class HeadlessRun:
@@ -257,7 +260,7 @@ class HeadlessRun:
         after = self.engine.usage.as_dict()
         turn_usage = {k: after.get(k, 0) - usage_before.get(k, 0) for k in (
             "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")}
-        window, max_out = _model_limits(model, self.engine.config.max_tokens)
+        window, max_out = _model_limits(model)
         cost = self.cost()
         obj: dict[str, Any] = {
             "type": "result",
@@ -268,22 +271,19 @@ class HeadlessRun:
             "duration_api_ms": round(self.api_seconds * 1000),
             "num_turns": turns,
         }
-        if reason in ("completed", "error"):  # an API error's text is the result, as Claude Code has it
-            obj["result"] = text if reason == "completed" else (terminal.error or "error")
+        if reason in ("completed", "max_tokens"):
+            obj["result"] = text
+        elif reason in ("error", "refusal", "context_window_exceeded"):  # the error's text, as Claude Code has it
+            obj["result"] = terminal.error or "error"
         obj.update({
-            "stop_reason": stop if reason == "completed" else None,
+            "stop_reason": terminal.stop_reason or (stop if reason == "completed" else None),
             "session_id": self.session_id,
             "total_cost_usd": round(cost, 6),
             "usage": {**turn_usage, "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
                       "service_tier": "standard",
                       "cache_creation": {"ephemeral_1h_input_tokens": 0,
                                          "ephemeral_5m_input_tokens": turn_usage["cache_creation_input_tokens"]}},
-            "modelUsage": {model: {
-                "inputTokens": after.get("input_tokens", 0), "outputTokens": after.get("output_tokens", 0),
-                "cacheReadInputTokens": after.get("cache_read_input_tokens", 0),
-                "cacheCreationInputTokens": after.get("cache_creation_input_tokens", 0),
-                "webSearchRequests": 0, "costUSD": round(cost, 6), "contextWindow": window,
-                "maxOutputTokens": max_out}} if self.engine.usage.requests else {},
+            "modelUsage": _model_usage(self.engine.usage, model, window, max_out),
             "permission_denials": list(self.engine.gate.denials),
             "terminal_reason": TERMINAL_REASONS[reason],
             "uuid": new_uuid(),
@@ -293,6 +293,25 @@ class HeadlessRun:
         if self.inv.json_schema is not None and reason == "completed":
             obj["structured_output"] = _structured(text)
         return obj
+
+
+def _model_usage(usage: Any, model: str, window: int, max_out: int) -> dict[str, Any]:
+    """Claude Code's modelUsage: per model that served a reply, its tokens and its own cost."""
+    from services import models
+
+    out: dict[str, Any] = {}
+    for name, mu in usage.model_usage().items():
+        out[name] = {"inputTokens": mu["inputTokens"], "outputTokens": mu["outputTokens"],
+                     "cacheReadInputTokens": mu["cacheReadInputTokens"],
+                     "cacheCreationInputTokens": mu["cacheCreationInputTokens"], "webSearchRequests": 0,
+                     "costUSD": mu["costUSD"], "contextWindow": models.context_window(name),
+                     "maxOutputTokens": models.max_output_tokens(name)}
+    if not out and usage.requests:  # usage without a model (an old transcript): the current model's
+        out[model] = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+                      "cacheReadInputTokens": usage.cache_read_input_tokens,
+                      "cacheCreationInputTokens": usage.cache_creation_input_tokens, "webSearchRequests": 0,
+                      "costUSD": round(usage.cost(model), 6), "contextWindow": window, "maxOutputTokens": max_out}
+    return out
 
 
 def _error_text(reason: str, terminal: Terminal, max_turns: int, budget: float | None) -> str:

@@ -141,12 +141,21 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if ns.model:
-        settings.model = ns.model
+        from services.models import resolve_model
+
+        settings.model = resolve_model(ns.model)
     if ns.max_turns:
         settings.max_turns = ns.max_turns
+    # Thinking (issue 17): --effort, and Claude Code's hidden --thinking / --max-thinking-tokens.
+    settings.effort, settings.thinking_mode = ns.effort, ns.thinking
+    settings.max_thinking_tokens = ns.max_thinking_tokens
     if ns.mock:
         settings.mock = True
         os.environ["QUERY_MOCK"] = "1"
+    if settings.mock:
+        from services.models import MOCK_MODEL
+
+        settings.model = MOCK_MODEL  # the offline model reports itself, and costs nothing
 
     text = " ".join(ns.prompt or []).strip()
     on_terminal = sys.stdin.isatty() and sys.stdout.isatty()

@@ -6,6 +6,8 @@ from typing import Any
 
 from agent.commands import CommandContext, CommandResult, CommandRouter
 
+MCP_MARKER = "(MCP)"
+
 
 def register_mcp_commands(router: CommandRouter, mcp: Any) -> list[str]:
     """Register `/mcp` and one command per MCP prompt; returns the names registered."""
@@ -28,6 +30,8 @@ def register_mcp_commands(router: CommandRouter, mcp: Any) -> list[str]:
             continue
 
         async def handler(ctx: CommandContext, args: str, _p: Any = p) -> CommandResult | None:
+            # `/server:prompt (MCP) args`: the marker the help shows belongs to the command, not the arguments.
+            args = args.removeprefix(MCP_MARKER).lstrip() if args.split(" ", 1)[0] == MCP_MARKER else args
             try:
                 messages = await mcp.get_prompt(_p.server, _p.name, args)
             except Exception as exc:  # a failing server never breaks the REPL
@@ -39,6 +43,6 @@ def register_mcp_commands(router: CommandRouter, mcp: Any) -> list[str]:
             return CommandResult(run_turn=(f"(MCP prompt /{_p.server}:{_p.name})", list(messages)))
 
         args_help = " ".join(f"<{a}>" for a in p.arg_names)
-        router.register(name, handler, f"MCP prompt: {p.description or p.name} {args_help}".strip())
+        router.register(name, handler, f"{MCP_MARKER} {args_help} {p.description or p.name}".replace("  ", " "))
         added.append(name)
     return added

@@ -57,7 +57,7 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
         out(result)
     elif fmt == "stream-json":
         out(result)
-    elif result["subtype"] == "success":
+    elif result["subtype"] in ("success", "error_max_tokens"):  # a cut reply's text is still the answer
         out.closed = not _print_text(result.get("result") or "")
     if out.closed:
         return EXIT_BROKEN_PIPE  # the reader went away: quietly, as Unix tools do

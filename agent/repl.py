@@ -24,6 +24,7 @@ from typing import Any
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
@@ -33,14 +34,16 @@ from agent.app import AppOptions, ResumeError, build_engine, load_resume_target,
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.errors import os_error_line, set_transcript
 from agent.mcp_commands import register_mcp_commands
+from agent.permission_menu import menu_lines, rejection, visible
 from agent.render import Renderer, make_console
 from agent.skill_commands import register_skill_commands
 from services.config import project_dir
 from services.events import ToolEndEvent
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
+from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
 from tools.mcp_tool import mcp_tools
-from tools.permissions import Answer, PermissionRequest
+from tools.permissions import Answer, PermissionRequest, PermissionResult
 from tools.todo import format_todos
 
 EXIT_OK, EXIT_INTERRUPTED = 0, 130
@@ -93,12 +96,32 @@ class ReplCompleter(Completer):
                 return
 
 
-def _key_bindings() -> KeyBindings:
+def _key_bindings(cycle_mode: Callable[[], None] | None = None) -> KeyBindings:
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
+    @kb.add("c-j")
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
+
+    @kb.add("enter")
+    def _enter(event: Any) -> None:
+        buf = event.current_buffer
+        if buf.document.text_before_cursor.endswith("\\") and not buf.document.text_after_cursor:
+            buf.delete_before_cursor(1)  # `\` then Enter: a newline, as in Claude Code
+            buf.insert_text("\n")
+        else:
+            buf.validate_and_handle()
+
+    @kb.add("escape", "escape")
+    def _rewind(event: Any) -> None:  # Esc Esc at the prompt: /rewind, as in Claude Code
+        event.app.exit(result="/rewind")
+
+    @kb.add("s-tab")
+    def _cycle(event: Any) -> None:
+        if cycle_mode is not None:
+            cycle_mode()
+            event.app.invalidate()
 
     @kb.add("c-c")
     def _ctrl_c(event: Any) -> None:
@@ -111,9 +134,13 @@ def _key_bindings() -> KeyBindings:
     return kb
 
 
-def _answer_bindings() -> KeyBindings:
+def _menu_bindings(state: dict[str, int]) -> KeyBindings:
+    """The permission menu's keys: arrows/j/k move, Enter takes the highlighted row, digits and y/a/n pick,
+    Esc/Ctrl-C/Ctrl-D refuse."""
     kb = KeyBindings()
-    for key, value in (("y", "y"), ("Y", "y"), ("a", "a"), ("A", "a"), ("n", "n"), ("N", "n")):
+    picks = {"1": "once", "2": "always", "3": "note", "y": "once", "Y": "once", "a": "always", "A": "always",
+             "n": "deny", "N": "deny"}
+    for key, value in picks.items():
 
         def _make(v: str) -> Callable[[Any], None]:
             def handler(event: Any) -> None:
@@ -123,14 +150,28 @@ def _answer_bindings() -> KeyBindings:
 
         kb.add(key)(_make(value))
 
+    @kb.add("up")
+    @kb.add("k")
+    def _up(event: Any) -> None:
+        state["selected"] = (state["selected"] - 1) % 3
+        event.app.invalidate()
+
+    @kb.add("down")
+    @kb.add("j")
+    @kb.add("tab")
+    def _down(event: Any) -> None:
+        state["selected"] = (state["selected"] + 1) % 3
+        event.app.invalidate()
+
+    @kb.add("enter")
+    def _enter(event: Any) -> None:
+        event.app.exit(result=("once", "always", "note")[state["selected"]])
+
     @kb.add("escape", eager=True)
     @kb.add("c-c")
-    def _deny(event: Any) -> None:
-        event.app.exit(result="n")
-
     @kb.add("c-d")
-    def _eof(event: Any) -> None:
-        event.app.exit(result="n")
+    def _deny(event: Any) -> None:
+        event.app.exit(result="deny")
 
     return kb
 
@@ -173,7 +214,7 @@ class Repl:
             history=history,
             completer=ReplCompleter(self.router, self.cwd),
             complete_while_typing=False,
-            key_bindings=_key_bindings(),
+            key_bindings=_key_bindings(self.cycle_mode),
             bottom_toolbar=self.toolbar,
             prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
             enable_history_search=False,
@@ -190,21 +231,40 @@ class Repl:
         self._saved_tty: Any = None
         self._sigint_installed = False
         self._typeahead = ""  # text typed while a turn ran (cbreak mode), offered at the next prompt
+        self.queued: list[str] = []  # lines submitted (Enter) while a turn ran: sent when it ends, in order
+        self._exit_after_turn = False  # Ctrl-D typed while a turn ran
+        self._pending_inject: list[Any] = []  # `!command` runs, given to the model with the next prompt
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
+        # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
+        self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
+        self.engine.state.extras[CHECKPOINTS_KEY] = self.checkpoints
+        self.router.register("rewind", self.cmd_rewind, "restore the conversation and/or code to an earlier prompt")
+        self.next_default = ""  # text put back in the input box (a rewound prompt)
 
     # -- the prompt --------------------------------------------------------------------------
     def toolbar(self) -> str:
         e = self.engine
         cost = e.usage.cost(e.config.model)
-        return f" {e.config.model} · {e.gate.mode} · ctx ~{context_percent(e)}% · ${cost:.2f} · /help"
+        queued = f" · {len(self.queued)} queued" if self.queued else ""
+        return (f" {e.config.model} · {e.gate.mode} (shift+tab) · ctx ~{context_percent(e)}% · ${cost:.2f}"
+                f"{queued} · /help")
+
+    def cycle_mode(self) -> None:
+        """Shift+Tab: default -> acceptEdits -> plan -> default (bypassPermissions only if it was chosen)."""
+        order = ["default", "acceptEdits", "plan"]
+        if self.opts.permission_mode == "bypassPermissions":
+            order.append("bypassPermissions")
+        mode = self.engine.gate.mode
+        self.engine.gate.mode = order[(order.index(mode) + 1) % len(order)] if mode in order else "default"
 
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
 
     async def _question(self, message: str, key_bindings: KeyBindings | None = None) -> str:
+        # A PromptSession keeps the key bindings of its last prompt: always pass this question's own.
         return await self._question_session.prompt_async(
-            message, key_bindings=key_bindings, set_exception_handler=False
+            message, key_bindings=key_bindings or KeyBindings(), set_exception_handler=False
         )
 
     async def pick(self, title: str, options: list[tuple[str, str]]) -> str | None:
@@ -226,28 +286,36 @@ class Repl:
         return None
 
     # -- permission questions ------------------------------------------------------------------
-    async def ask(self, request: PermissionRequest) -> Answer:
+    async def ask(self, request: PermissionRequest) -> Answer | PermissionResult:
         async with self._ask_lock:
             self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
             self._stop_esc_reader()
+            state = {"selected": 0}
             try:
-                answer = await self._question(
-                    "Allow? [y] once · [a] always (this session) · [n] deny: ", key_bindings=_answer_bindings()
-                )
+                answer = await self._question_session.prompt_async(
+                    lambda: FormattedText(menu_lines(request, state["selected"])),
+                    key_bindings=_menu_bindings(state), set_exception_handler=False)
+                note = ""
+                if answer == "note":
+                    note = await self._question("Tell the agent what to do differently (Enter to skip): ")
             except (KeyboardInterrupt, EOFError):
-                answer = "n"
+                answer, note = "deny", ""
             finally:
                 # prompt-toolkit took SIGINT over while it was reading; take it back for the turn.
                 if self._turn_task is not None and not self._turn_task.done():
                     self._install_sigint()
                     self._start_esc_reader()
-            answer = (answer or "").strip().lower()
-            if answer in ("y", "yes"):
+            result: Answer | PermissionResult
+            if answer == "once":
                 self.say("Allowed once.", "dim")
-                result: Answer = "once"
-            elif answer in ("a", "always"):
-                self.say(f"Allowed {request.tool.name} for this session.", "dim")
+                result = "once"
+            elif answer == "always":
+                rule = getattr(request, "always_rule", None) or f"{request.tool.name} (this session)"
+                self.say(f"Allowed from now on: {visible(rule)}", "dim")
                 result = "always"
+            elif answer == "note" and note.strip():
+                self.say("Denied; the agent was told what to do instead.", "yellow")
+                result = PermissionResult("deny", message=rejection(note))
             else:
                 self.say("Denied.", "yellow")
                 result = "deny"
@@ -325,7 +393,14 @@ class Repl:
             elif ch in "\x7f\x08":
                 self._typeahead = self._typeahead[:-1]
             elif ch in "\r\n":
-                self._typeahead += "\n"
+                # Enter while a turn runs queues the line; it is sent when the turn ends (Claude Code's way).
+                line, self._typeahead = self._typeahead.strip(), ""
+                if line:
+                    self.queued.append(line)
+                    self.say(f"queued: {visible(line)}", "dim")
+            elif ch == "\x04":
+                self._exit_after_turn = True
+                self.say("Ctrl-D: exiting when this turn ends", "dim")
             elif ch.isprintable() or ch == "\t":
                 self._typeahead += ch
             i += 1
@@ -345,8 +420,14 @@ class Repl:
 
     # -- turns ---------------------------------------------------------------------------------
     async def run_turn(self, text: str, inject: list | None = None) -> None:
+        inject = [*self._carry_over(), *(inject or [])]
+        self.checkpoints.directory = self.engine.session_dir / "checkpoints"  # /clear starts a new session
+        self.checkpoints.record = self.engine.record
+        self.checkpoints.begin_turn(-1)  # set once the prompt is in the history (first event below)
         async def consume() -> None:
             async for ev in self.engine.run_turn(text, inject_before=inject or None):
+                if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
+                    self.checkpoints.begin_turn(_last_prompt_index(self.engine.messages))
                 self.renderer.event(ev)
                 if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
                     # The plan changed: show it compactly.
@@ -401,13 +482,62 @@ class Repl:
             except SessionLocked as exc:
                 self.say(f"error: {exc}", "bold red")
                 return 1
+            self.checkpoints.load(loaded.records)
+            self.show_past(loaded.messages)
             self.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).", "dim")
         return None
+
+    async def cmd_rewind(self, ctx: Any, args: str) -> None:
+        """Pick an earlier prompt; restore the conversation to just before it, the code, or both."""
+        prompts = [(i, m) for i, m in enumerate(self.engine.messages)
+                   if m.get("role") == "user" and not m.get("meta") and _prompt_text(m)]
+        if not prompts:
+            self.say("Nothing to rewind to yet.", "dim")
+            return
+        options = [(str(i), _prompt_text(m).splitlines()[0][:100]) for i, m in prompts[-20:]]
+        picked = await self.pick("Rewind to just before which prompt?", options)
+        if picked is None:
+            return
+        index = int(picked)
+        changed = self.checkpoints.files_since(index)
+        how = await self.pick("Restore:", [("both", f"conversation and code ({len(changed)} files)"),
+                                           ("conversation", "conversation only"),
+                                           ("code", f"code only ({len(changed)} files)")])
+        if how is None:
+            return
+        if how in ("both", "code"):
+            restored, problems = self.checkpoints.restore(index)
+            self.say(f"Restored {len(restored)} file(s)." + (" Bash changes are not restored." if restored else ""),
+                     "dim")
+            for p in problems:
+                self.say(f"not restored: {visible(p)}", "yellow")
+        if how in ("both", "conversation"):
+            text = _prompt_text(self.engine.messages[index])
+            self.engine.replace_history(self.engine.messages[:index])
+            self.next_default = text  # the prompt comes back in the input box, to edit and send again
+            self.say(f"Conversation rewound to before: {visible(text.splitlines()[0][:100])}", "dim")
+
+    def show_past(self, messages: list[Any], limit: int = 40) -> None:
+        """The earlier conversation, compactly: the user's prompts, the answers' first lines, tool calls."""
+        from agent.render import past_lines
+
+        lines = past_lines(messages)
+        if len(lines) > limit:
+            self.say(f"… {len(lines) - limit} earlier lines", "dim")
+            lines = lines[-limit:]
+        for style, text in lines:
+            self.console.print(Text(visible(text), style=style))
 
     async def handle_line(self, line: str) -> int | None:
         """One submitted line: a slash command or a message to the model. Returns an exit code to stop."""
         text = line.strip()
         if not text:
+            return None
+        if text.startswith("!"):
+            await self.bash_mode(text[1:].strip())
+            return None
+        if text.startswith("#") and not text.startswith("#!"):
+            await self.remember(text[1:].strip())
             return None
         if self.router.is_command(text):
             result = await self.router.dispatch(text, self.ctx)
@@ -424,6 +554,61 @@ class Repl:
                 self.say(f"warning: {w}", "yellow")
         await self.run_turn(text, inject or None)
         return None
+
+    def _carry_over(self) -> list[Any]:
+        """What the model is told before the next prompt: `!command` runs and finished background tasks."""
+        from services.messages import user_message
+        from tools.background_tasks import registry
+
+        out, self._pending_inject = self._pending_inject, []
+        for note in registry(self.engine.state).take_notifications():
+            out.append(user_message(note, meta={"origin": "task-notification"}))
+        return out
+
+    async def bash_mode(self, command: str) -> None:
+        """`!command`: run it now in the session's directory; command and output go to the next prompt."""
+        from services.messages import user_message
+        from tools.bash import run_direct
+
+        if not command:
+            self.say("Usage: !command (runs in bash; its output goes to the model with your next message)", "dim")
+            return
+        out, code = await run_direct(command, self.engine.state.cwd)
+        if out:
+            self.console.print(Text(visible(out.rstrip("\n"))))
+        if code:
+            self.say(f"exit {code}", "yellow")
+        self._pending_inject += [
+            user_message(f"<bash-input>{command}</bash-input>", meta={"origin": "bash-mode"}),
+            user_message(f"<bash-stdout>{out.rstrip()}</bash-stdout><bash-stderr></bash-stderr>"
+                         + (f"\n[exit code {code}]" if code else ""), meta={"origin": "bash-mode"}),
+        ]
+
+    async def remember(self, note: str) -> None:
+        """`# note`: append the note to a memory file the agent reads (project memory, or the user's own)."""
+        from services.config import agent_home
+
+        if not note:
+            self.say("Usage: # note to remember", "dim")
+            return
+        project = Path(self.engine.prompt_builder.memory_path) if getattr(self.engine, "prompt_builder", None) \
+            else self.cwd / ".agents" / "memory" / "MEMORY.md"
+        user = agent_home() / "AGENTS.md"
+        choice = await self.pick("Save this memory to:", [("1", f"project memory  {project}"),
+                                                          ("2", f"user memory     {user}")])
+        if choice is None:
+            self.say("Not saved.", "dim")
+            return
+        target = project if choice == "1" else user
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "a", encoding="utf-8") as fh:
+                fh.write(("" if not target.stat().st_size or target.read_text(encoding="utf-8").endswith("\n")
+                          else "\n") + f"- {note}\n")
+        except OSError as exc:
+            self.say(f"Could not save to {target}: {exc.strerror}", "red")
+            return
+        self.say(f"Saved to {target}", "dim")
 
     async def start_mcp(self) -> None:
         """Connect MCP servers (if any are configured): their tools, `/mcp` and prompt commands."""
@@ -459,8 +644,18 @@ class Repl:
                 if code is not None:
                     return code
             while True:
+                if self.queued:  # lines typed during the last turn, in order
+                    line = self.queued.pop(0)
+                    self.say(f"{PROMPT}{visible(line)}", "bold")
+                    code = await self.handle_line(line)
+                    if code is not None:
+                        return code
+                    continue
+                if self._exit_after_turn:
+                    return EXIT_OK
                 try:
-                    typed, self._typeahead = self._typeahead.strip("\n"), ""
+                    typed, self._typeahead = (self.next_default or self._typeahead.strip("\n")), ""
+                    self.next_default = ""
                     line = await self.session.prompt_async(PROMPT, default=typed, set_exception_handler=False)
                 except KeyboardInterrupt:
                     now = self.clock()
@@ -478,7 +673,7 @@ class Repl:
                     return code
         finally:
             self.renderer.close()
-            self.engine.close()
+            self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()
 
@@ -491,3 +686,17 @@ def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = Non
     except KeyboardInterrupt:  # a SIGINT that landed between the prompt and a turn
         sys.stderr.write("Interrupted\n")
         return EXIT_INTERRUPTED
+
+
+def _prompt_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text").strip()
+
+
+def _last_prompt_index(messages: list[dict[str, Any]]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user" and not messages[i].get("meta") and _prompt_text(messages[i]):
+            return i
+    return len(messages)

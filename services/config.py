@@ -14,7 +14,9 @@ from pathlib import Path
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TURNS = 100
-DEFAULT_MAX_TOKENS = 16384
+# 0: the model's default from the catalog (services/models.py), resolved per request, so that
+# `--model` and `/model` get their own model's output room.
+DEFAULT_MAX_TOKENS = 0
 
 
 class ConfigError(Exception):
@@ -82,11 +84,18 @@ class Settings:
     max_turns: int = DEFAULT_MAX_TURNS
     max_tokens: int = DEFAULT_MAX_TOKENS
     mock: bool = False
+    effort: str | None = None  # --effort (Claude Code's flag): low | medium | high | xhigh | max
+    thinking_mode: str | None = None  # --thinking adaptive | enabled | disabled
+    max_thinking_tokens: int | None = None  # --max-thinking-tokens (beats MAX_THINKING_TOKENS)
 
     @classmethod
     def from_env(cls) -> Settings:
+        from services.models import resolve_model
+
+        # Claude Code's name for the output limit; checked here so a bad value names the variable.
+        env_int("CLAUDE_CODE_MAX_OUTPUT_TOKENS", 0, minimum=1)
         return cls(
-            model=os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL,
+            model=resolve_model(os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL),
             max_turns=env_int("MAX_TURNS", DEFAULT_MAX_TURNS, minimum=1),
             max_tokens=env_int("MAX_TOKENS", DEFAULT_MAX_TOKENS, minimum=1),
             mock=os.environ.get("QUERY_MOCK") == "1",

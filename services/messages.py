@@ -121,7 +121,8 @@ def tool_results(message: Message) -> list[ToolResultBlock]:
 
 
 def message_text(message: Message) -> str:
-    return "".join(b["text"] for b in message["content"] if b.get("type") == "text")  # type: ignore[typeddict-item]
+    """The message's text blocks, a blank line between blocks (two blocks are two paragraphs)."""
+    return "\n\n".join(b["text"] for b in message["content"] if b.get("type") == "text" and b.get("text"))  # type: ignore[typeddict-item]
 
 
 def is_user_text_message(message: Message) -> bool:

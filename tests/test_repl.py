@@ -427,7 +427,14 @@ def test_edit_diff_uses_the_file(tmp_path: Path) -> None:
     assert new is not None and "+hi" in new
 
 
-def test_keys_typed_during_a_turn_become_the_next_prompt(project: Path) -> None:
+def test_keys_typed_during_a_turn_are_queued_or_kept(project: Path) -> None:
+    """A line ended by Enter during a turn is queued (sent when the turn ends); the rest waits at the prompt;
+    Ctrl-D asks to exit when the turn ends."""
     repl, _ = make_repl(project, ScriptedModel([]), None)
     repl._take_keys("ab\x7fc\x1b[Ad\rmore")
-    assert repl._typeahead == "acd\nmore"
+    assert repl.queued == ["acd"] and repl._typeahead == "more"
+    repl._take_keys("\r\r")  # an empty line queues nothing
+    assert repl.queued == ["acd", "more"] and repl._typeahead == ""
+    assert not repl._exit_after_turn
+    repl._take_keys("\x04")
+    assert repl._exit_after_turn

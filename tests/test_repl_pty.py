@@ -131,8 +131,9 @@ def test_approve_an_edit_shows_the_diff(cli, fake_anthropic) -> None:
     child.send("change the greeting\r")
     child.expect_exact("Permission: Edit")
     child.expect_exact("+greeting = 'hi'")
-    child.expect_exact("Allow?")
-    child.send("y")
+    child.expect_exact("Do you want to proceed?")
+    child.expect_exact("1. Yes")
+    child.send("\r")  # Enter takes the highlighted "Yes"
     child.expect_exact("Edited the greeting.")
     child.expect_exact(PROMPT_READY)
     child.send("\x04")

@@ -19,7 +19,7 @@ DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 HARD_CAP_BYTES = 5 * 1024 * 1024
 KILL_GRACE_S = 1.0
-PREVIEW_CHARS = 1000
+NO_OUTPUT = "(Bash completed with no output)"
 SCRUBBED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
@@ -39,7 +39,7 @@ Usage:
 - Do not use Bash to find, read or edit files: use Glob (not find/ls -R), Grep (not grep/rg), Read (not cat/head/tail) and Edit/Write (not sed/awk/echo >). Keep Bash for running programs: tests, builds, git, package managers.
 - Chain dependent commands with `&&`; independent commands can be separate Bash calls in one message.
 - Quote paths that contain spaces with double quotes.
-- A background job (`cmd &`) must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
+- For a long-running command (a server, a watcher), set `run_in_background`: it keeps running across turns, its output goes to a file you can Read, TaskStop stops it. A plain `cmd &` must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
 - Give a short description (5-10 words) of what the command does."""
 
 
@@ -73,8 +73,9 @@ class BashTool(Tool):
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The command to execute."},
-            "timeout": {"type": "integer", "minimum": 1, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
             "description": {"type": "string", "description": "What the command does, in 5-10 words, e.g. 'Run the unit tests'."},
+            "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background (read its output with Read or TaskOutput, stop it with TaskStop)."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -88,17 +89,19 @@ class BashTool(Tool):
             return f"Bash {short}"
         return "Bash"
 
-    def spill_preview(self, text: str) -> str | None:
-        if len(text) <= 2 * PREVIEW_CHARS:
-            return text
-        cut = len(text) - 2 * PREVIEW_CHARS
-        return f"{text[:PREVIEW_CHARS]}\n… [{cut} characters cut from the middle] …\n{text[-PREVIEW_CHARS:]}"
+    def normalize_input(self, input: dict[str, Any]) -> dict[str, Any]:
+        """`timeout_ms` is react-agent-mini's deprecated alias of `timeout` (not in the schema we send)."""
+        if "timeout_ms" in input:
+            input = dict(input)
+            alias = input.pop("timeout_ms")
+            input.setdefault("timeout", alias)
+        return input
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command = input["command"]
         if not command.strip():
             raise ToolError("command is empty. Pass the shell command to run.")
-        timeout_ms = min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
+        timeout_ms = max(1, min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS))
         cwd = Path(ctx.session.cwd)
         note = ""
         if not cwd.is_dir():
@@ -108,6 +111,10 @@ class BashTool(Tool):
         env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
         # Inherited by every descendant, whatever group or session it moves to: the kill finds them all.
         token = env[TOKEN_VAR] = new_token()
+        if input.get("run_in_background"):
+            from tools.background_tasks import start_background
+
+            return await start_background(command, ctx, env)
         fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
         os.close(fd)
         started = time.monotonic()
@@ -188,9 +195,28 @@ class BashTool(Tool):
             return ToolOutput(text.lstrip("\n"), is_error=True, summary=f"timed out after {timeout_ms / 1000:.1f} s")
         if rc is not None and rc < 0:
             text += f"\n[Killed by signal {-rc}]"
-        elif rc:
-            text += f"\n[Exit code {rc}]"
-        text = text.lstrip("\n")
-        if not text:
-            text = "(no output)"
+        text = text.strip("\n")
+        if rc and rc > 0:
+            # Claude Code's shape: the exit code first, then the output (if any).
+            text = f"Exit code {rc}\n{text}" if text.strip() else f"Exit code {rc}"
+        elif not text.strip():
+            text = NO_OUTPUT
         return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")
+
+
+async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
+    """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
+    whole process tree killed on timeout or interrupt. Returns (output, exit code)."""
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    token = env[TOKEN_VAR] = new_token()
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except (TimeoutError, asyncio.CancelledError):
+        kill_tree(proc.pid, token, signal.SIGKILL)
+        await proc.wait()
+        raise
+    text = out[:HARD_CAP_BYTES].decode("utf-8", errors="replace")
+    return text, proc.returncode or 0

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from services.events import ToolEndEvent, ToolStartEvent
@@ -27,9 +28,14 @@ from services.messages import (
     tool_result_block,
 )
 from services.trace import trace
-from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
+from tools.checkpoints import checkpoint_store
+from tools.diff_preview import diff_lines
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
+
+PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that show output
+DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
 
 MAX_PARALLEL_TOOLS = 10
 # Bounded work (issue 21): an input nested deeper or larger than this is refused with an is_error result
@@ -130,18 +136,28 @@ class ToolRunner:
         tool = self.tools.get(name)
         started = time.monotonic()
         limit_error = input_limit_error(name, raw_input)
-        shown = raw_input if isinstance(raw_input, dict) and limit_error is None else {}
-        await events.put(ToolStartEvent(tid, name, shown))
+        shown_input = raw_input if isinstance(raw_input, dict) and limit_error is None else {}
+        checkpoints = checkpoint_store(self.ctx.session)
+        if checkpoints is not None:  # the file as it is before anything of this call runs
+            checkpoints.before_write(name, shown_input, Path(self.ctx.cwd))
+        diff = None
+        if name in DIFFED_TOOLS:
+            try:
+                diff = diff_lines(name, shown_input, self.ctx.cwd)
+            except Exception:
+                diff = None
+        await events.put(ToolStartEvent(tid, name, shown_input, diff))
         trace("tool.start", name=name, id=tid)
         end_turn = False
         output: ToolOutput | None = None
         try:
             if tool is None:
-                known = ", ".join(sorted(self.tools)) or "none"
-                raise ToolError(f"Unknown tool: {name}. Available tools: {known}.")
+                raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
+            if isinstance(raw_input, dict) and limit_error is None:
+                raw_input = tool.normalize_input(raw_input)
             error = limit_error or validate_input(tool, raw_input)
             if error:
-                raise ToolError(error)
+                raise ToolError(tool_use_error(error))
             assert isinstance(raw_input, dict)
             verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
             if verdict.allowed and verdict.updated_input is not None:
@@ -174,7 +190,9 @@ class ToolRunner:
         block = tool_result_block(tid, _content_of(output), is_error=output.is_error)
         duration = time.monotonic() - started
         err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
-        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err))
+        text = output.content if isinstance(output.content, str) else ""
+        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
+                                      preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0))
         trace("tool.end", name=name, id=tid, ok=not output.is_error)
         return block, output, end_turn
 

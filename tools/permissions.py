@@ -40,7 +40,7 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 Answer = Literal["once", "always", "deny"]
 
-FILE_EDIT_TOOLS = ("Edit", "Write")
+FILE_EDIT_TOOLS = ("Edit", "Write", "NotebookEdit")
 # A rule on the key tool also covers these (Claude Code's grouping).
 RULE_ALIASES = {"Edit": ("Edit", "Write"), "Read": ("Read", "Grep", "Glob")}
 # For "always allow" on Bash: commands whose second word is a sub-command.
@@ -89,8 +89,11 @@ def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
         target = tool.permission_target(input)
     except Exception:
         pass
-    if target is not None and target[0] == "path" and not tool.is_read_only(input):
-        return f"Claude requested permissions to write to {ctx.resolve(target[1])}, but you haven't granted it yet."
+    if target is not None and target[0] == "path":
+        verb = "read from" if tool.is_read_only(input) else "write to"
+        return f"Claude requested permissions to {verb} {ctx.resolve(target[1])}, but you haven't granted it yet."
+    if target is not None and target[0] == "command":
+        return "This command requires approval"  # Claude Code 2.1's text for a generic Bash command
     return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 

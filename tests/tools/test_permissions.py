@@ -10,7 +10,13 @@ from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
 from tools.edit import EditTool
 from tools.grep import GrepTool
-from tools.permissions import REJECT_MESSAGE, PermissionGate, bash_prefix_rule, split_command
+from tools.permissions import (
+    REJECT_MESSAGE,
+    PermissionGate,
+    bash_prefix_rule,
+    headless_denial,
+    split_command,
+)
 from tools.read import ReadTool
 from tools.write import WriteTool
 
@@ -137,3 +143,12 @@ def test_prefix_and_split_helpers() -> None:
     assert bash_prefix_rule("make && rm -rf x") == "make && rm -rf x"
     assert split_command("a && b | c; d 'e;f'") == (["a", "b", "c", "d 'e;f'"], False)
     assert split_command("echo $(whoami)")[1] is True
+
+
+def test_headless_denial_words(ctx) -> None:
+    """Claude Code 2.1's `-p` denial texts (tests/fixtures/claude_code: denied_*_default_mode)."""
+    w = headless_denial(TOOLS["Write"], {"file_path": "new.txt", "content": ""}, ctx)
+    assert w == f"Claude requested permissions to write to {ctx.resolve('new.txt')}, but you haven't granted it yet."
+    r = headless_denial(TOOLS["Read"], {"file_path": "a.py"}, ctx)
+    assert r.startswith("Claude requested permissions to read from ")
+    assert headless_denial(TOOLS["Bash"], {"command": "python3 x.py"}, ctx) == "This command requires approval"
