@@ -12,8 +12,9 @@ from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
 from services.models import context_window
+from services.settings import LOCAL_SETTINGS, MergedSettings
 from tools.mcp_tool import mcp_tools
-from tools.permissions import AskHook, PermissionGate, load_settings, load_settings_data
+from tools.permissions import AskHook, PermissionGate
 from tools.registry import default_tools
 
 
@@ -40,6 +41,37 @@ class AppOptions:
     fallback_model: str | None = None
     betas: list[str] = field(default_factory=list)
     headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
+    # The trust boundary (issue 15): whether the folder is trusted, the merged settings of every scope
+    # (already filtered by that trust; `load_boundary` fills it).
+    trusted: bool = False
+    merged: MergedSettings | None = None
+    permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
+
+
+def load_boundary(opts: AppOptions) -> list[str]:
+    """Load every settings scope for `opts.cwd` under its trust, the folder's `.env` (trusted only) and
+    the child-environment policy. Returns the lines to show: warnings, and for an untrusted folder that
+    asked for more than restrictions, the one notice line."""
+    from services import credentials
+    from services.config import read_dotenv, use_dotenv
+    from services.trust import folder_requests, untrusted_notice
+
+    merged = opts.merged = _load_settings(opts, agent_home())
+    use_dotenv(read_dotenv(opts.cwd) if opts.trusted else {})
+    credentials.configure(merged.secret_env, merged.pass_env, merged.env)
+    lines = [f"warning: {w}" for w in merged.warnings]
+    if not opts.trusted:
+        wants = folder_requests(opts.cwd, merged.ignored).wants
+        if wants:
+            lines.append("notice: " + untrusted_notice(opts.cwd, wants))
+    return lines
+
+
+def _load_settings(opts: AppOptions, home: Path) -> MergedSettings:
+    from services.settings import load_settings
+
+    extra = [opts.extra_settings] if opts.extra_settings is not None else None
+    return load_settings(opts.cwd, home, trusted=opts.trusted, extra=extra, sources=opts.setting_sources)
 
 
 def build_engine(
@@ -68,9 +100,12 @@ def build_engine(
         tools = [t for t in tools if t.name in wanted]
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
-    hooks = CommandHooks(opts.cwd, home)
-    # Until the one settings layer (issue 15) lands: user, then project files; later ones win.
-    settings_files = [home / "settings.json", opts.cwd / ".agents" / "settings.json", opts.cwd / ".claude" / "settings.json"]
+    flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
+    hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
+    # Settings files other readers still take (thinking, server tools): the user's, plus the folder's own
+    # only when it is trusted (the same rule the settings layer applies).
+    settings_files = [Path(f.path) for f in (opts.merged.files if opts.merged else [])
+                      if f.path != "--settings" and (opts.trusted or f.scope not in ("project", "local"))]
     config = EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
@@ -109,19 +144,21 @@ def build_engine(
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
-    """Mode and rules from the flags plus `permissions` in settings.json (agent home, then project)."""
-    sources = {"user": home / "settings.json", "project": opts.cwd / ".agents" / "settings.json"}
-    wanted = opts.setting_sources if opts.setting_sources is not None else list(sources)
-    perms = load_settings([path for name, path in sources.items() if name in wanted])
-    if opts.extra_settings is not None:  # --settings: a layer above the files
-        perms = load_settings_data(opts.extra_settings, into=perms)
-    mode = perms.default_mode if opts.permission_mode == "default" and perms.default_mode else opts.permission_mode
+    """Mode and rules from the flags plus `permissions` of the settings layer (filtered by trust)."""
+    perms = opts.merged or _load_settings(opts, home)
+    mode = opts.permission_mode
+    if not opts.permission_mode_set and opts.permission_mode == "default" and perms.default_mode:
+        mode = perms.default_mode
+    dirs = [*opts.add_dirs, *(opts.cwd / Path(d).expanduser() for d in perms.additional_dirs)]
     return PermissionGate(
         mode=mode,  # type: ignore[arg-type]
         ask=ask,
         allowed_tools=[*perms.allow, *opts.allowed_tools],
         disallowed_tools=[*perms.deny, *opts.disallowed_tools],
         ask_tools=list(perms.ask),
+        additional_dirs=[d.resolve() for d in dirs],
+        rules_file=opts.cwd / LOCAL_SETTINGS,
+        home=home,
         headless=opts.headless,
     )
 
@@ -152,7 +189,7 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
 
 
 async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = None,  # noqa: ANN001, ANN201
-                    strict: bool = False):
+                    strict: bool = False, opts: AppOptions | None = None):
     """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
 
     Returns None when no server is configured (the SDK is then never imported). Each config problem and
@@ -170,8 +207,16 @@ async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = N
             sys.stderr.write(f"warning: {text}\n")
             sys.stderr.flush()
 
-    configs, warnings = ({}, []) if strict else load_config(cwd)
-    for i, data in enumerate(extra or []):  # --mcp-config objects; later ones win
+    # Trust (issue 15): an untrusted folder's .mcp.json is not read; settings servers come filtered.
+    if opts is not None:
+        trusted = opts.trusted
+    else:  # e.g. `agent doctor`: the recorded trust
+        from services.trust import is_trusted
+
+        trusted = is_trusted(cwd, agent_home())
+    servers = opts.merged.mcp_servers if opts is not None and opts.merged is not None else None
+    configs, warnings = ({}, []) if strict else load_config(cwd, trusted=trusted, settings_servers=servers)
+    for i, data in enumerate(extra or []):  # --mcp-config objects (the user's command line); later ones win
         found, warns = load_data(data, f"--mcp-config #{i + 1}", os.environ)
         configs.update(found)
         warnings.extend(warns)

@@ -458,10 +458,11 @@ def cmd_add_dir(ctx: CommandContext, args: str) -> None:
     if not path.is_dir():
         ctx.say(f"{path}: not a directory", "yellow")
         return
-    if ctx.opts is not None and hasattr(ctx.opts, "add_dirs"):
-        if path not in ctx.opts.add_dirs:
-            ctx.opts.add_dirs.append(path)
-    ctx.engine.state.extras.setdefault("add_dirs", []).append(path)
+    if ctx.opts is not None and hasattr(ctx.opts, "add_dirs") and path not in ctx.opts.add_dirs:
+        ctx.opts.add_dirs.append(path)
+    gate = ctx.engine.gate  # the read and write scope the gate enforces (as --add-dir sets it)
+    if path not in gate.additional_dirs:
+        gate.additional_dirs.append(path)
     ctx.say(f"Added {path} for this session.", "dim")
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from agent import __version__
+from services.config import getenv
 
 
 def _line(status: str, what: str, detail: str) -> None:
@@ -23,14 +23,14 @@ def _line(status: str, what: str, detail: str) -> None:
 
 def check_credentials() -> tuple[str, str]:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-        if os.environ.get(name):
+        if getenv(name):
             return "ok", f"{name} is set"
     return "fail", "no ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN (set one, or use --mock)"
 
 
 def check_endpoint(timeout: float = 5.0) -> tuple[str, str]:
     """The API endpoint answers HTTP at all (any status: 401/404 still prove it is there)."""
-    base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+    base = getenv("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
     url = base.rstrip("/") + "/v1/models"
     req = urllib.request.Request(url, headers={"anthropic-version": "2023-06-01"})
     try:
@@ -51,10 +51,9 @@ def check_ripgrep() -> tuple[str, str]:
 
 
 def settings_files(cwd: Path, home: Path) -> list[Path]:
-    return [home / "settings.json", Path.home() / ".claude" / "settings.json",
-            cwd / ".agents" / "settings.json", cwd / ".claude" / "settings.json",
-            cwd / ".agents" / "settings.local.json", cwd / ".claude" / "settings.local.json",
-            cwd / ".agents" / "hooks.json", cwd / ".mcp.json"]
+    from services.settings import scoped_files
+
+    return [p for _, p in scoped_files(cwd, home)] + [cwd / ".agents" / "hooks.json", cwd / ".mcp.json"]
 
 
 def check_settings(path: Path) -> tuple[str, str]:

@@ -352,7 +352,7 @@ def schema_instruction(schema: dict[str, Any]) -> str:
 async def open_engine(inv: Any, ask: Any = None, hooks: Hooks | None = None) -> tuple[Any, Any]:
     """(engine, mcp) for a headless run: resume/fork, MCP servers, the schema instruction. Raises ResumeError."""
     loaded = load_resume_target(inv.app.cwd, inv.continue_, inv.resume)
-    mcp = await start_mcp(inv.app.cwd, extra=inv.app.mcp_configs, strict=inv.app.strict_mcp_config)
+    mcp = await start_mcp(inv.app.cwd, extra=inv.app.mcp_configs, strict=inv.app.strict_mcp_config, opts=inv.app)
     try:
         engine = build_engine(inv.app, mcp=mcp, ask=ask)
         if hooks is not None:
@@ -683,8 +683,11 @@ def _install_signals(engine: Any) -> None:
         if presses > 1 or not engine.abort():
             raise SystemExit(EXIT_INTERRUPTED)
 
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    # SIGTERM and SIGHUP end the run the way Ctrl-C does (issue 15): the turn is aborted, its Bash process
+    # groups are killed, MCP servers are closed on the way out, and the transcript stays valid.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_sigint)
 
 
 def run_headless(inv: Any) -> int:

@@ -96,8 +96,16 @@ def _tools_filter(values: list[str] | None) -> list[str] | None:
     return names
 
 
+def _setting_sources(ns: argparse.Namespace) -> list[str] | None:
+    if ns.setting_sources is None:
+        return None
+    return [s.strip() for s in ns.setting_sources.split(",") if s.strip()]
+
+
 def build_invocation(ns: argparse.Namespace) -> Invocation:
-    from services.config import ConfigError, Settings, has_credentials, load_dotenv_file
+    from agent.app import load_boundary
+    from services.config import ConfigError, Settings, agent_home, getenv, has_credentials
+    from services.trust import is_trusted
 
     if ns.output_format == "stream-json" and ns.print_mode and not ns.verbose:
         # Claude Code's check, its words and its exit code (1).
@@ -135,15 +143,30 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     json_schema = _json_arg("--json-schema", ns.json_schema) if ns.json_schema else None
     mcp_configs = [_json_arg("--mcp-config", c) for c in ns.mcp_config]
     os.chdir(workdir)
+    text = " ".join(ns.prompt or []).strip()
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    interactive = not ns.print_mode and on_terminal and ns.input_format == "text"
+    # Trust (issue 15): decided before anything of the folder's is read; only the REPL asks.
+    trusted = is_trusted(workdir, agent_home())
+    if interactive and not trusted:
+        from agent.repl import ask_folder_trust
+
+        trusted = ask_folder_trust(workdir, agent_home())
+    boundary = AppOptions(cwd=workdir, settings=Settings(), trusted=trusted, extra_settings=extra_settings,
+                          setting_sources=_setting_sources(ns))
     try:
-        load_dotenv_file(workdir)
+        for line in load_boundary(boundary):  # settings of every scope, .env (trusted only), child env
+            sys.stderr.write(line + "\n")
         settings = Settings.from_env()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    if ns.model:
-        from services.models import resolve_model
+    merged = boundary.merged
+    from services.models import resolve_model
 
+    if ns.model:
         settings.model = resolve_model(ns.model)
+    elif merged is not None and merged.model and not getenv("ANTHROPIC_MODEL"):
+        settings.model = resolve_model(merged.model)
     if ns.max_turns:
         settings.max_turns = ns.max_turns
     # Thinking (issue 17): --effort, and Claude Code's hidden --thinking / --max-thinking-tokens.
@@ -157,9 +180,6 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
 
         settings.model = MOCK_MODEL  # the offline model reports itself, and costs nothing
 
-    text = " ".join(ns.prompt or []).strip()
-    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
-    interactive = not ns.print_mode and on_terminal and ns.input_format == "text"
     if not interactive and not text and ns.input_format == "text":
         text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
         if not text:
@@ -183,8 +203,10 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         mcp_configs=mcp_configs,
         strict_mcp_config=ns.strict_mcp_config,
         extra_settings=extra_settings,
-        setting_sources=[s.strip() for s in ns.setting_sources.split(",") if s.strip()]
-        if ns.setting_sources is not None else None,
+        setting_sources=boundary.setting_sources,
+        trusted=trusted,
+        merged=merged,
+        permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
         fork_session=ns.fork_session,
         persist_session=not ns.no_session_persistence,

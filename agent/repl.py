@@ -223,6 +223,7 @@ class Repl:
         self._last_idle_interrupt: float | None = None
         self._turn_task: asyncio.Task | None = None
         self._aborting = False
+        self._terminating = False
         self._ask_lock = asyncio.Lock()
         # Esc-to-interrupt needs the real terminal (cbreak mode + a reader on stdin).
         if raw_stdin is None:
@@ -333,6 +334,19 @@ class Repl:
             if self.engine.abort():
                 return
         task.cancel()
+
+    def _terminate(self) -> None:
+        """SIGTERM / SIGHUP (issue 15): end like Ctrl-C ends a turn, then leave the REPL."""
+        self._terminating = True
+        task = self._turn_task
+        if task is not None and not task.done():
+            self._aborting = True
+            if not self.engine.abort():
+                task.cancel()
+        for session in (self.session, self._question_session):
+            app = session.app
+            if app.is_running:
+                app.exit(exception=EOFError())
 
     def _esc(self) -> None:
         task = self._turn_task
@@ -612,7 +626,7 @@ class Repl:
 
     async def start_mcp(self) -> None:
         """Connect MCP servers (if any are configured): their tools, `/mcp` and prompt commands."""
-        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"))
+        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"), opts=self.opts)
         register_mcp_commands(self.router, self.mcp)
         if self.mcp is not None:
             tools = mcp_tools(self.mcp)
@@ -627,6 +641,12 @@ class Repl:
 
     async def run(self, continue_: bool = False, resume: str | None = None, initial_prompt: str | None = None) -> int:
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
+        self._terminating = False
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            try:
+                asyncio.get_running_loop().add_signal_handler(sig, self._terminate)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
         from agent.commands import cmd_resume
         from services.session import PICK_SESSION
 
@@ -666,16 +686,71 @@ class Repl:
                     self.say("Press Ctrl-C again to exit", "dim")
                     continue
                 except EOFError:
-                    return EXIT_OK
+                    return EXIT_INTERRUPTED if self._terminating else EXIT_OK
                 self._last_idle_interrupt = None
                 code = await self.handle_line(line)
                 if code is not None:
                     return code
+                if self._terminating:
+                    return EXIT_INTERRUPTED
         finally:
             self.renderer.close()
             self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()
+
+
+def ask_folder_trust(cwd: Path, home: Path) -> bool:
+    """Issue 15: on first open of a folder with its own configuration, ask once whether to trust it.
+
+    The answer is recorded in the agent home either way ("no" is not asked again: `agent trust` changes
+    it). A folder without project configuration is not asked about and stays untrusted.
+    """
+    from services.settings import load_settings
+    from services.trust import folder_requests, trust
+
+    requests = folder_requests(cwd, load_settings(cwd, home, trusted=False).ignored)
+    if not requests.has_config or _trust_answered(cwd, home):
+        return False
+    out = sys.stderr
+    out.write(f"\nThis folder has its own agent configuration: {cwd}\n")
+    out.write(f"Files: {', '.join(requests.files)}\n")
+    for want in requests.wants or ["only restrictions (deny/ask rules)"]:
+        out.write(f"  - {want}\n")
+    out.write("Trusting it lets these run and apply. Only trust folders whose contents you trust.\n")
+    out.write("Trust this folder? [y/N] ")
+    out.flush()
+    try:
+        answer = sys.stdin.readline().strip().lower()
+    except (KeyboardInterrupt, EOFError, OSError):
+        answer = ""
+    _record_answer(cwd, home)
+    if answer in ("y", "yes"):
+        trust(cwd, home)
+        out.write("Trusted. (agent trust --revoke undoes it.)\n")
+        return True
+    out.write("Not trusted: only its deny/ask rules apply. (agent trust trusts it later.)\n")
+    return False
+
+
+def _answered_file(home: Path) -> Path:
+    return home / "trust-asked.txt"
+
+
+def _trust_answered(cwd: Path, home: Path) -> bool:
+    try:
+        return str(cwd.resolve()) in _answered_file(home).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+
+
+def _record_answer(cwd: Path, home: Path) -> None:
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        with _answered_file(home).open("a", encoding="utf-8") as fh:
+            fh.write(str(cwd.resolve()) + "\n")
+    except OSError:
+        pass
 
 
 def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = None,

@@ -12,4 +12,8 @@ def run_subcommand(name: str, argv: list[str]) -> int:
         from agent.config_cmd import main as config
 
         return config(argv)
+    if name == "trust":  # issue 15
+        from agent.trust_cli import main as trust
+
+        return trust(argv)
     raise ValueError(f"unknown subcommand {name!r}")

@@ -257,4 +257,5 @@ async def test_claude_code_commands_todos_hooks_config_export_add_dir_doctor(env
     assert "## User\n\nfirst prompt" in exported and "## Assistant\n\nan answer" in exported
     assert "> tool: Read" in exported
     assert f"Added {ctx.cwd / 'sub'}" in out and "nope: not a directory" in out
+    assert (ctx.cwd / "sub").resolve() in ctx.engine.gate.additional_dirs
     assert "ripgrep:" in out

@@ -56,7 +56,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def make_repl(project: Path, model: Any, inp: Any, **kw: Any) -> tuple[Repl, io.StringIO]:
-    opts = AppOptions(cwd=project, settings=Settings(model="claude-sonnet-4-5"), interactive=True)
+    opts = AppOptions(cwd=project, settings=Settings(model="claude-sonnet-4-5"), interactive=True, trusted=True)
     buf = io.StringIO()
     console = make_console(file=buf, width=100, force_terminal=False, color_system=None)
     repl = Repl(opts, deps=QueryDeps(call_model=model), input=inp, output=DummyOutput(), console=console, **kw)

@@ -17,13 +17,13 @@ text>`, capped at 32 KB keeping the tail (the end of a report is where the concl
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from services.config import getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
 from services.messages import Message, message_text, tool_uses, user_message
 from services.trace import trace
@@ -68,7 +68,7 @@ def _system_prompt(cwd: str) -> str:
 
 
 def max_depth_from_env() -> int:
-    raw = os.environ.get("AGENT_MAX_DEPTH", "").strip()
+    raw = (getenv("AGENT_MAX_DEPTH") or "").strip()
     try:
         return max(0, int(raw)) if raw else DEFAULT_MAX_DEPTH
     except ValueError:

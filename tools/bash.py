@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.proctree import TOKEN_VAR, kill_tree, new_token
 
@@ -20,7 +21,6 @@ MAX_TIMEOUT_MS = 600_000
 HARD_CAP_BYTES = 5 * 1024 * 1024
 KILL_GRACE_S = 1.0
 NO_OUTPUT = "(Bash completed with no output)"
-SCRUBBED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
 # which writes the final directory to a file; positional parameters are cleared first.
@@ -108,7 +108,9 @@ class BashTool(Tool):
             note = f"[The working directory {cwd} no longer exists; ran in {ctx.project_root} instead.]\n"
             cwd = Path(ctx.project_root)
             ctx.session.cwd = cwd
-        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        # The agent's credentials never reach the command (services/credentials.py); BASH_ENV and ENV
+        # would make bash source a file before the command: only the user's own environment sets them.
+        env = child_env()
         # Inherited by every descendant, whatever group or session it moves to: the kill finds them all.
         token = env[TOKEN_VAR] = new_token()
         if input.get("run_in_background"):
@@ -151,9 +153,10 @@ class BashTool(Tool):
                     dropped += max(0, len(chunk) - max(room, 0))
 
             reader = asyncio.ensure_future(pump())
-            both = asyncio.gather(reader, proc.wait())
-            both.add_done_callback(_retrieve)
             timed_out = False
+            both = asyncio.gather(reader, proc.wait())
+            # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
+            both.add_done_callback(_retrieve)
             try:
                 await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
             except TimeoutError:
@@ -207,7 +210,7 @@ class BashTool(Tool):
 async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
     """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
     whole process tree killed on timeout or interrupt. Returns (output, exit code)."""
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env = child_env()
     token = env[TOKEN_VAR] = new_token()
     proc = await asyncio.create_subprocess_exec(
         "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,

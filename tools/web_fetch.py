@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import re
 import socket
 from collections.abc import Awaitable, Callable
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
+from services.config import getenv
 from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
 
@@ -60,7 +60,7 @@ class UrlRefused(ToolError):
 
 
 def _env_allows_private() -> bool:
-    return os.environ.get("WEBFETCH_ALLOW_PRIVATE", "").strip().lower() in ("1", "true", "yes", "on")
+    return (getenv("WEBFETCH_ALLOW_PRIVATE") or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:

@@ -10,12 +10,12 @@ HTTP transport is injectable (tests use `httpx.MockTransport`).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from services.config import agent_environ
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 
@@ -99,7 +99,7 @@ class SearchAdapter:
 
     def __init__(self, api_key: str, env: Mapping[str, str] | None = None):
         self.api_key = api_key
-        self.env = env if env is not None else os.environ
+        self.env = env if env is not None else agent_environ()
 
     async def search(
         self, client: httpx.AsyncClient, query: str, count: int, allowed: list[str], blocked: list[str]
@@ -197,7 +197,7 @@ def adapter_name(env: Mapping[str, str]) -> str:
 
 def adapter_from_env(env: Mapping[str, str] | None = None) -> SearchAdapter:
     """The configured adapter, or SearchConfigError saying which variable is missing."""
-    env = env if env is not None else os.environ
+    env = env if env is not None else agent_environ()
     name = adapter_name(env)
     cls = ADAPTERS.get(name)
     if cls is None:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from services.cache_breakpoints import place_breakpoints
-from services.config import env_int
+from services.config import client_options, env_int
 from services.install_id import install_id
 from services.messages import INVALID_INPUT_KEY, assistant_message
 from services.model_types import (
@@ -202,7 +202,7 @@ class AnthropicModel:
         if self._client is None:
             import anthropic  # noqa: PLC0415 - the SDK takes ~1 s to import; only now is it needed
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout)
+            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout, **client_options())
         return self._client
 
     def __call__(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:

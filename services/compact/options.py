@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from services.config import ConfigError, env_flag, env_int
+from services.config import ConfigError, env_flag, env_int, getenv
 
 # One budget. Every threshold derives from the model's context window and from the others, so the
 # stages hand over in order: micro (threshold T) clears long before autocompact would summarise
@@ -87,7 +86,7 @@ class CompactOptions:
     def from_env(cls, model_window: int | None = None) -> CompactOptions:
         """Options from the environment; the window is the model's (from the catalog) unless
         CONTEXT_WINDOW_TOKENS says otherwise."""
-        enabled = os.environ.get("COMPACT") != "0"
+        enabled = getenv("COMPACT") != "0"
         window = env_int("CONTEXT_WINDOW_TOKENS", model_window or DEFAULT_CONTEXT_WINDOW_TOKENS, minimum=1000)
         opts = cls(
             enabled=enabled,

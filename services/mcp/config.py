@@ -3,8 +3,10 @@
 Format: `{"mcpServers": {"<id>": {...}}}` where a server is either stdio
 `{"command": str, "args"?: [str], "env"?: {str: str}}` or streamable HTTP
 `{"type": "http", "url": str, "headers"?: {str: str}}`. `${VAR}` in any string value expands from the
-environment (an unset variable expands to ""). A bad file or a bad server yields a warning that names the
-file and the problem; only what is bad is skipped.
+user's own environment (an unset variable expands to ""; a `.env` or settings `env` value never does),
+and never to one of the agent's secrets (`services/credentials.py`): those expand to "" with a warning.
+The project's `.mcp.json` is read only in a trusted folder. A bad file or a bad server yields a warning
+that names the file and the problem; only what is bad is skipped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from services.credentials import is_secret, secret_references
 
 PROJECT_CONFIG = ".mcp.json"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -34,7 +38,17 @@ class ServerConfig:
 
 
 def expand_vars(value: str, environ: Mapping[str, str]) -> str:
-    return _VAR.sub(lambda m: environ.get(m.group(1), ""), value)
+    return _VAR.sub(lambda m: "" if is_secret(m.group(1)) else environ.get(m.group(1), ""), value)
+
+
+def _secret_refs(raw: Any) -> list[str]:
+    if isinstance(raw, str):
+        return secret_references(raw)
+    if isinstance(raw, dict):
+        return [n for v in raw.values() for n in _secret_refs(v)]
+    if isinstance(raw, list):
+        return [n for v in raw for n in _secret_refs(v)]
+    return []
 
 
 def config_paths(cwd: Path, environ: Mapping[str, str]) -> list[Path]:
@@ -118,15 +132,34 @@ def load_data(data: Any, source: str, environ: Mapping[str, str]) -> tuple[dict[
             servers[name] = parse_server(name, raw, str(path), environ)
         except ValueError as exc:
             warnings.append(f'MCP config {path}: server "{name}" {exc}; skipped')
+            continue
+        refs = sorted(set(_secret_refs(raw)))
+        if refs:
+            warnings.append(f'MCP config {path}: server "{name}" refers to the agent\'s secret {", ".join(refs)}; '
+                            "it expands to an empty string (list it in the passEnv user setting to allow it)")
     return servers, warnings
 
 
-def load_config(cwd: Path, environ: Mapping[str, str] | None = None) -> tuple[dict[str, ServerConfig], list[str]]:
-    """All configured servers (a later file's entry replaces an earlier one of the same id) and warnings."""
+def load_config(
+    cwd: Path, environ: Mapping[str, str] | None = None, *, trusted: bool = True,
+    settings_servers: Mapping[str, tuple[str, Any]] | None = None,
+) -> tuple[dict[str, ServerConfig], list[str]]:
+    """All configured servers (a later file's entry replaces an earlier one of the same id) and warnings.
+
+    `settings_servers` are `mcpServers` of the settings layer (already filtered by trust), read first;
+    an untrusted folder's `.mcp.json` is skipped (the caller's one notice line says so)."""
+    # Variables expand from the real environment only: never from a project's .env.
     environ = os.environ if environ is None else environ
     servers: dict[str, ServerConfig] = {}
     warnings: list[str] = []
+    for name, (source, raw) in (settings_servers or {}).items():
+        try:
+            servers[name] = parse_server(name, raw, source, environ)
+        except ValueError as exc:
+            warnings.append(f'settings {source}: field \'mcpServers.{name}\' {exc}; skipped')
     for path in config_paths(cwd, environ):
+        if not trusted and path == cwd / PROJECT_CONFIG:
+            continue
         found, warns = load_file(path, environ)
         servers.update(found)
         warnings.extend(warns)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.config import agent_environ
+from services.credentials import is_secret
 from services.mcp.config import ServerConfig, load_config
 from services.messages import Message, user_message
 
@@ -121,10 +122,15 @@ class McpServer:
         from mcp.client.stdio import stdio_client
 
         params = StdioServerParameters(
-            command=self.config.command, args=self.config.args, env=self.config.env or None, cwd=str(self.cwd)
+            command=self.config.command, args=self.config.args, env=self._env(), cwd=str(self.cwd)
         )
         self._errlog = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         return stdio_client(params, errlog=self._errlog)
+
+    def _env(self) -> dict[str, str] | None:
+        """The server's configured env, secrets removed (the SDK adds a small safe base: PATH, HOME...)."""
+        env = {k: v for k, v in self.config.env.items() if not is_secret(k)}
+        return env or None
 
     def stderr_tail(self, lines: int = 3) -> str:
         if self._errlog is None:
@@ -307,7 +313,7 @@ class McpManager:
     """All configured servers of one session."""
 
     def __init__(self, configs: dict[str, ServerConfig], cwd: Path, environ: Mapping[str, str] | None = None):
-        environ = os.environ if environ is None else environ
+        environ = agent_environ() if environ is None else environ
         connect = _timeout_from_env("MCP_CONNECT_TIMEOUT_MS", DEFAULT_CONNECT_TIMEOUT, environ)
         call = _timeout_from_env("MCP_CALL_TIMEOUT_MS", DEFAULT_CALL_TIMEOUT, environ)
         self.servers: dict[str, McpServer] = {

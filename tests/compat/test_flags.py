@@ -114,6 +114,9 @@ def test_mcp_config_inline_and_strict(cli: CliRunner, fake_anthropic: FakeAnthro
 
     server = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "calculator.py"
     (workdir / ".mcp.json").write_text(json.dumps({"mcpServers": {"proj": {"command": "false"}}}))
+    from services.trust import trust
+
+    trust(workdir, cli.agent_home)  # trusted: only --strict-mcp-config keeps the project's servers out
     inline = json.dumps({"mcpServers": {"calc": {"command": sys.executable, "args": [str(server)]}}})
     fake_anthropic.text("ok")
     r = cli("-p", "hi", "--output-format", "stream-json", "--verbose", "--mcp-config", inline,
