@@ -36,6 +36,7 @@ class AppOptions:
     extra_settings: dict[str, Any] | None = None  # --settings
     setting_sources: list[str] | None = None  # --setting-sources (None: all)
     session_id: str | None = None
+    fork_session: bool = False  # -c/-r continue as a new session (the REPL reads it; issue 21)
     persist_session: bool = True
     fallback_model: str | None = None
     betas: list[str] = field(default_factory=list)
@@ -195,17 +196,17 @@ class ResumeError(Exception):
 
 def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
     """The session to resume (`--continue`: the newest; `--resume ID`: that one), or None."""
-    from services.session import SessionPaths, TranscriptError, list_sessions, load_transcript
+    from services.session import SessionPaths, TranscriptError, latest_session, load_transcript
 
     if resume:
         path = SessionPaths.for_session(cwd, resume).transcript
         if not path.is_file():
             raise ResumeError(f"no session {resume!r} in this project (see the REPL's /resume for a list)")
     elif continue_:
-        sessions = list_sessions(cwd)
-        if not sessions:
+        latest = latest_session(cwd)
+        if latest is None:
             raise ResumeError("no earlier session in this project to continue")
-        path = sessions[0]
+        path = latest
     else:
         return None
     try:

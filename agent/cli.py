@@ -12,7 +12,7 @@ import os
 import sys
 
 from agent import __version__
-from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from agent.flags import SUBCOMMANDS, UsageError, build_parser, parse_argv
 from services.session import PICK_SESSION
 
@@ -23,13 +23,13 @@ def fail(message: str, code: int = EXIT_ERROR) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from agent.errors import debug_enabled, guard
+
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        code = _main(argv)
-    except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        code = EXIT_INTERRUPTED
-    sys.exit(code)
+    # One guard for every entry point (REPL, one-shot in each format, headless, subcommands): an OSError
+    # is one line naming the path and what was kept, a closed pipe exits quietly, Ctrl-C is one word; no
+    # traceback without --debug (issue 21).
+    sys.exit(guard(lambda: _main(argv), debug=debug_enabled(argv)))
 
 
 def _main(argv: list[str]) -> int:

@@ -340,7 +340,13 @@ def resume_session(ctx: CommandContext, session_id: str) -> bool:
         return False
     for warning in loaded.warnings:
         ctx.say(f"warning: {warning}", "yellow")
-    ctx.engine.resume(loaded)
+    from services.session import SessionLocked
+
+    try:
+        ctx.engine.resume(loaded)
+    except SessionLocked as exc:
+        ctx.say(f"Cannot resume: {exc}", "red")
+        return False
     ctx.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).")
     return True
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from agent import __version__
 from agent.app import ResumeError, build_engine, load_resume_target, start_mcp
+from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from services.events import (
     AssistantEvent,
@@ -37,6 +38,7 @@ from services.events import (
 from services.hooks import HookDecision, Hooks
 from services.messages import message_text, to_api, user_message
 from services.model_types import ModelError, ModelRequest
+from services.session import SessionLocked
 from tools.permissions import PermissionRequest, PermissionResult
 
 SUBTYPES = {
@@ -76,6 +78,8 @@ class JsonOut:
             self.stream.flush()
         except (BrokenPipeError, ValueError):
             self.closed = True
+            if self.stream is sys.stdout:
+                silence_stdout()  # no "Exception ignored" from the exit-time flush
 
 
 def _model_limits(model: str) -> tuple[int, int]:
@@ -172,6 +176,8 @@ class HeadlessRun:
                         last_text = t
                     last_stop = ev.message.get("stop_reason") or last_stop
                     self._assistant(ev.message)
+                    if isinstance(self.emit, JsonOut) and self.emit.closed:
+                        self.engine.abort()  # nobody reads on (issue 21): the reply is kept, no more is run
                 elif isinstance(ev, ToolResultsEvent):
                     tool_results += sum(1 for b in ev.message.get("content") or [] if b.get("type") == "tool_result")
                     for m in [ev.message, *ev.extra_messages]:
@@ -187,6 +193,8 @@ class HeadlessRun:
                     self._tool_line(ev)
                 elif isinstance(ev, Terminal):
                     terminal = ev
+        except OSError:
+            raise  # disk full, read-only home...: the entry-point guard names the path (agent/errors.py)
         except Exception as exc:  # a bug in a stage still ends with one result, not a traceback
             if self.inv.debug:
                 import traceback
@@ -353,9 +361,10 @@ async def open_engine(inv: Any, ask: Any = None, hooks: Hooks | None = None) -> 
         if loaded is not None:
             for warning in loaded.warnings:
                 sys.stderr.write(f"warning: {warning}\n")
-            engine.resume(loaded)
-            if inv.fork_session:
-                engine.fork(inv.app.session_id or new_uuid())
+            try:  # one writer per session (issue 21): a session in use is refused unless forked
+                engine.resume(loaded, fork=(inv.app.session_id or new_uuid()) if inv.fork_session else False)
+            except SessionLocked as exc:
+                raise ResumeError(str(exc)) from None
         if inv.json_schema is not None:
             source = engine.prompt_source
             engine.prompt_source = lambda: source() + "\n\n" + schema_instruction(inv.json_schema)

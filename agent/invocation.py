@@ -208,6 +208,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         merged=merged,
         permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
+        fork_session=ns.fork_session,
         persist_session=not ns.no_session_persistence,
         fallback_model=ns.fallback_model,
         betas=split_tool_list(ns.betas),

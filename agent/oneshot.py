@@ -4,7 +4,8 @@
 - json: one result object (Claude Code's keys: subtype, is_error, duration_ms, duration_api_ms, num_turns,
   result, session_id, total_cost_usd, usage, modelUsage, permission_denials, uuid, ...).
 - stream-json: `system`/`init`, then `assistant` / `user` (/ `stream_event`) events, then the result.
-Exit codes: 0 success, 1 any error (turn limit and budget included), 130 interrupted.
+Exit codes: 0 success, 1 any error (turn limit and budget included), 130 interrupted; 141 when stdout was
+closed (quietly, after the reply being received, which the transcript keeps; issue 21).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import sys
 from typing import Any
 
 from agent.app import ResumeError
-from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from agent.errors import set_transcript, silence_stdout
+from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
+from services.session import privacy_warnings
 
 
 async def _run(inv: Any) -> int:
@@ -24,6 +27,9 @@ async def _run(inv: Any) -> int:
     except ResumeError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_ERROR
+    set_transcript(lambda: engine.paths.transcript)  # the guard's line says what was kept (agent/errors.py)
+    for warning in privacy_warnings(inv.app.cwd):
+        sys.stderr.write(f"warning: {warning}\n")
     try:
         return await _run_engine(inv, engine, mcp)
     finally:
@@ -60,7 +66,9 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     elif fmt == "stream-json":
         out(result)
     elif result["subtype"] in ("success", "error_max_tokens"):  # a cut reply's text is still the answer
-        _print_text(result.get("result") or "")
+        out.closed = not _print_text(result.get("result") or "")
+    if out.closed:
+        return EXIT_BROKEN_PIPE  # the reader went away: quietly, as Unix tools do
     for line in result.get("errors") or []:
         if terminal.reason == "max_turns":
             line = f"{line}; raise it with --max-turns."
@@ -107,12 +115,15 @@ async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]
     return text, (out.messages if out else [])
 
 
-def _print_text(text: str) -> None:
+def _print_text(text: str) -> bool:
+    """False when stdout is closed."""
     try:
         sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
         sys.stdout.flush()
     except BrokenPipeError:
-        pass
+        silence_stdout()
+        return False
+    return True
 
 
 def run_oneshot(inv: Any) -> int:

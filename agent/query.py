@@ -37,6 +37,7 @@ from services.messages import (
     Message,
     assistant_message,
     message_text,
+    sanitize_assistant,
     text_block,
     to_api,
     tool_uses,
@@ -307,6 +308,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             trace("query.pause_turn", turn=turn)
             paused = assistant
             continue
+        # Duplicate tool_use ids renamed, over-deep inputs refused (issue 21): every output kept, no recursion.
+        assistant = sanitize_assistant(assistant, {u["id"] for m in messages for u in tool_uses(m)})
         if assistant["content"]:
             # An empty message (a refusal, a reply with nothing in it) is never stored: sent back, it is a 400.
             assistant.setdefault("meta", {})["model"] = params.model  # usage is priced by the model that served it

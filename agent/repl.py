@@ -32,12 +32,14 @@ from rich.text import Text
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
+from agent.errors import os_error_line, set_transcript
 from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
 from agent.permission_menu import menu_lines, rejection, visible
 from agent.render import Renderer, make_console
 from agent.skill_commands import register_skill_commands
 from services.config import project_dir
 from services.events import ToolEndEvent
+from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
 from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
 from tools.permissions import Answer, PermissionRequest, PermissionResult
@@ -471,7 +473,10 @@ class Repl:
             self.say("Interrupted", "yellow")
         elif task.exception() is not None:
             exc = task.exception()
-            self.say(f"Error: {type(exc).__name__}: {exc}", "bold red")
+            if isinstance(exc, OSError):  # disk full, read-only...: one line naming the path (issue 21)
+                self.say(os_error_line(exc), "bold red")
+            else:
+                self.say(f"Error: {type(exc).__name__}: {exc}", "bold red")
 
     # -- the loop ------------------------------------------------------------------------------
     def banner(self) -> None:
@@ -489,10 +494,18 @@ class Repl:
             self.say(f"error: {exc}", "bold red")
             return 1
         self.banner()
+        set_transcript(lambda: self.engine.paths.transcript)
+        for warning in privacy_warnings(self.cwd):
+            self.say(f"warning: {warning}", "yellow")
         if loaded is not None:
             for warning in loaded.warnings:
                 self.say(f"warning: {warning}", "yellow")
-            self.engine.resume(loaded)
+            try:
+                fork = (self.opts.session_id or True) if self.opts.fork_session else False
+                self.engine.resume(loaded, fork=fork)
+            except SessionLocked as exc:
+                self.say(f"error: {exc}", "bold red")
+                return 1
             self.checkpoints.load(loaded.records)
             self.show_past(loaded.messages)
             self.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).", "dim")

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.proctree import TOKEN_VAR, kill_tree, new_token
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -40,19 +43,27 @@ Usage:
 - Give a short description (5-10 words) of what the command does."""
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _kill_when_spawned(token: str) -> Callable[[asyncio.Future], None]:
+    def kill(task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is None:
+            kill_tree(task.result().pid, token, signal.SIGKILL)
+
+    return kill
 
 
-def _kill_when_spawned(task: asyncio.Future) -> None:
-    if task.cancelled() or task.exception() is not None:
-        return
-    pgid = task.result().pid
-    _kill_group(pgid, signal.SIGTERM)
-    asyncio.get_running_loop().call_later(KILL_GRACE_S, _kill_group, pgid, signal.SIGKILL)
+def _retrieve(fut: asyncio.Future) -> None:
+    """Done callback: mark a helper future's outcome as seen (no 'exception was never retrieved')."""
+    if not fut.cancelled():
+        fut.exception()
+
+
+async def _reap(proc: asyncio.subprocess.Process, reader: asyncio.Future, seconds: float) -> None:
+    """Wait briefly for the killed command to be gone and its pipe closed, so nothing is left to the
+    event loop's shutdown (the 'Event loop is closed' noise after Ctrl-C)."""
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), seconds)
+    if not reader.done():
+        reader.cancel()
 
 
 class BashTool(Tool):
@@ -100,6 +111,8 @@ class BashTool(Tool):
         # The agent's credentials never reach the command (services/credentials.py); BASH_ENV and ENV
         # would make bash source a file before the command: only the user's own environment sets them.
         env = child_env()
+        # Inherited by every descendant, whatever group or session it moves to: the kill finds them all.
+        token = env[TOKEN_VAR] = new_token()
         if input.get("run_in_background"):
             from tools.background_tasks import start_background
 
@@ -118,7 +131,7 @@ class BashTool(Tool):
                 proc = await asyncio.shield(spawn)
             except asyncio.CancelledError:
                 # Cancelled while the process was being set up (it may already run): kill it once it exists.
-                spawn.add_done_callback(_kill_when_spawned)
+                spawn.add_done_callback(_kill_when_spawned(token))
                 raise
             except FileNotFoundError:
                 raise ToolError("bash was not found on PATH; Bash needs a POSIX shell.") from None
@@ -143,29 +156,24 @@ class BashTool(Tool):
             timed_out = False
             both = asyncio.gather(reader, proc.wait())
             # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
-            both.add_done_callback(lambda f: f.cancelled() or f.exception())
+            both.add_done_callback(_retrieve)
             try:
                 await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
             except TimeoutError:
                 timed_out = True
-                _kill_group(proc.pid, signal.SIGTERM)
+                kill_tree(proc.pid, token, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(both), KILL_GRACE_S)
+                # The whole tree, escaped children (setsid) included, not only the process group.
+                kill_tree(proc.pid, token, signal.SIGKILL)
                 try:
-                    await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), KILL_GRACE_S)
-                except TimeoutError:
-                    pass
-                _kill_group(proc.pid, signal.SIGKILL)
-                try:
-                    await asyncio.wait_for(asyncio.gather(reader, proc.wait()), 5)
+                    await asyncio.wait_for(asyncio.shield(both), 5)
                 except TimeoutError:
                     reader.cancel()
             except asyncio.CancelledError:
-                # Abort: the loop cancelled us. Kill the whole group now, and again hard in a moment.
-                pgid = proc.pid
-                _kill_group(pgid, signal.SIGTERM)
-                loop = asyncio.get_running_loop()
-                for delay in (0.05, 0.25, KILL_GRACE_S):  # stragglers (a child forked mid-signal) too
-                    loop.call_later(delay, _kill_group, pgid, signal.SIGKILL)
-                reader.cancel()
+                # Abort (Ctrl-C): the loop cancelled us. Kill the whole tree now, then reap it.
+                kill_tree(proc.pid, token, signal.SIGKILL)
+                await _reap(proc, reader, 2.0)
                 raise
             rc = proc.returncode
             try:
@@ -201,15 +209,16 @@ class BashTool(Tool):
 
 async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
     """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
-    process group killed on timeout or interrupt. Returns (output, exit code)."""
+    whole process tree killed on timeout or interrupt. Returns (output, exit code)."""
     env = child_env()
+    token = env[TOKEN_VAR] = new_token()
     proc = await asyncio.create_subprocess_exec(
         "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
     except (TimeoutError, asyncio.CancelledError):
-        _kill_group(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid, token, signal.SIGKILL)
         await proc.wait()
         raise
     text = out[:HARD_CAP_BYTES].decode("utf-8", errors="replace")

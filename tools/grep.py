@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from services.config import env_int
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.ripgrep import run_rg, vcs_excludes
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_COLUMNS = 500
+DEFAULT_TIMEOUT_MS = 30_000  # a pathological pattern or a huge tree ends with a clear error, not a hang
 
 DESCRIPTION = """A powerful search tool built on ripgrep.
 
@@ -91,10 +94,16 @@ class GrepTool(Tool):
         args += ["-e", pattern, "--"]
         target = input.get("path")
         if target:
-            if not ctx.resolve(target).exists():
-                raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.")
+            try:
+                mode = os.stat(ctx.resolve(target)).st_mode
+            except OSError:
+                raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.") from None
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                # A FIFO or a device would block rg (and outlive us): never open one (issue 21).
+                raise ToolError(f"{ctx.resolve(target)} is not a regular file or directory (a pipe, socket or device); Grep searches files and directories only.")
             args.append(target if os.path.isabs(target) else str(Path(target)))
-        rc, out, err = await run_rg(args, cwd, globs=globs or None)
+        timeout = env_int("GREP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, minimum=1) / 1000
+        rc, out, err = await run_rg(args, cwd, timeout=timeout, globs=globs or None)
         if rc == 2 and not out.strip():
             msg = err.decode("utf-8", errors="replace").strip() or "ripgrep failed"
             if "regex" in msg.lower():

@@ -19,6 +19,7 @@ from services.events import ToolEndEvent, ToolStartEvent
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import (
     INTERRUPTED_TOOL_RESULT_MESSAGE,
+    MAX_INPUT_DEPTH,
     SKIPPED_TOOL_RESULT_MESSAGE,
     Message,
     ToolResultBlock,
@@ -37,6 +38,33 @@ PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that sh
 DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
 
 MAX_PARALLEL_TOOLS = 10
+# Bounded work (issue 21): an input nested deeper or larger than this is refused with an is_error result
+# before anything walks it (validation, hooks, the renderers' JSON). 16 MiB is far beyond any real call.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+def input_limit_error(name: str, value: Any) -> str | None:
+    """Why `value` is too deep or too large for a tool input, or None; counted without recursion."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list):
+            if depth > MAX_INPUT_DEPTH:
+                return (f"Invalid input for {name}: nested deeper than {MAX_INPUT_DEPTH} levels. "
+                        "Send a flatter input.")
+            items = list(v.items()) if isinstance(v, dict) else [(None, x) for x in v]
+            for k, x in items:
+                size += 2 + (len(k) if isinstance(k, str) else 0)
+                stack.append((x, depth + 1))
+        elif isinstance(v, str):
+            size += len(v) + 2
+        else:
+            size += 8
+        if size > MAX_INPUT_BYTES:
+            return (f"Invalid input for {name}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MB. "
+                    "Write large content to a file in smaller steps.")
+    return None
 
 
 @dataclass
@@ -107,7 +135,8 @@ class ToolRunner:
         raw_input = use.get("input")
         tool = self.tools.get(name)
         started = time.monotonic()
-        shown_input = raw_input if isinstance(raw_input, dict) else {}
+        limit_error = input_limit_error(name, raw_input)
+        shown_input = raw_input if isinstance(raw_input, dict) and limit_error is None else {}
         checkpoints = checkpoint_store(self.ctx.session)
         if checkpoints is not None:  # the file as it is before anything of this call runs
             checkpoints.before_write(name, shown_input, Path(self.ctx.cwd))
@@ -124,9 +153,9 @@ class ToolRunner:
         try:
             if tool is None:
                 raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
-            if isinstance(raw_input, dict):
+            if isinstance(raw_input, dict) and limit_error is None:
                 raw_input = tool.normalize_input(raw_input)
-            error = validate_input(tool, raw_input)
+            error = limit_error or validate_input(tool, raw_input)
             if error:
                 raise ToolError(tool_use_error(error))
             assert isinstance(raw_input, dict)
@@ -169,7 +198,8 @@ class ToolRunner:
 
     async def run(self, uses: list[ToolUseBlock]) -> AsyncIterator[ToolStartEvent | ToolEndEvent | BatchOutcome]:
         """Yields tool start/end events as they happen, then one BatchOutcome."""
-        results: dict[str, ToolResultBlock] = {}
+        # Keyed by the call itself, not its id: two calls with one id each keep their own result.
+        results: dict[int, ToolResultBlock] = {}
         new_messages: list[Message] = []
         end_turn = False
         aborted = False
@@ -214,24 +244,24 @@ class ToolRunner:
                 if task.cancelled() or task.exception() is not None:
                     if task.done() and not task.cancelled() and task.exception() is not None:
                         exc = task.exception()
-                        results[use["id"]] = tool_result_block(
+                        results[id(use)] = tool_result_block(
                             use["id"], f"{use['name']} failed: {exc}", is_error=True
                         )
                     else:
-                        results[use["id"]] = tool_result_block(
+                        results[id(use)] = tool_result_block(
                             use["id"], INTERRUPTED_TOOL_RESULT_MESSAGE, is_error=True
                         )
                         yield ToolEndEvent(use["id"], use["name"], False, "interrupted", 0.0, "Interrupted")
                     continue
                 block, output, deny_end = task.result()
-                results[use["id"]] = block
+                results[id(use)] = block
                 if output is not None:
                     new_messages.extend(output.new_messages)
                 end_turn = end_turn or deny_end
             if aborted:
                 break
         ordered = [
-            results.get(u["id"]) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
+            results.get(id(u)) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
             for u in uses
         ]
         yield BatchOutcome(ordered, new_messages, end_turn=end_turn or aborted, aborted=aborted)

@@ -127,46 +127,71 @@ class ReadTool(Tool):
         return ToolOutput([block], summary=f"image, {size} bytes")
 
 
-def _cut(line: str) -> str:
-    if line.endswith("\r"):
+CHUNK = 1 << 20
+# Bytes kept of one line: enough for MAX_LINE_CHARS characters of any UTF-8 text (4 bytes each at most).
+LINE_KEEP_BYTES = MAX_LINE_CHARS * 4
+_CONTINUATION = bytes(range(0x80, 0xC0))
+
+
+def _chars(data: bytes) -> int:
+    """Characters in UTF-8 `data` without decoding it: every byte that is not a continuation byte."""
+    return len(data.translate(None, _CONTINUATION))
+
+
+def _cut(kept: bytes, dropped_chars: int) -> str:
+    """A line's text from its first bytes (the rest counted, never held), cut with a marker when long."""
+    line = kept.decode("utf-8", errors="replace")
+    if line.endswith("\r") and not dropped_chars:
         line = line[:-1]
-    if len(line) > MAX_LINE_CHARS:
-        return line[:MAX_LINE_CHARS] + f"… [line cut: {len(line) - MAX_LINE_CHARS} more characters]"
+    extra = max(0, len(line) - MAX_LINE_CHARS) + dropped_chars
+    if extra:
+        return line[:MAX_LINE_CHARS] + f"… [line cut: {extra} more characters]"
     return line
 
 
 def _window(f, offset: int | None, limit: int | None) -> tuple[str, int, int, int]:
-    """(numbered text, total lines, first line asked for, lines shown) reading `f` line by line.
+    """(numbered text, total lines, first line asked for, lines shown), streaming `f` in 1 MiB chunks.
 
     Lines are what splitting the text on "\n" gives, as in Claude Code: a final newline is followed by one
     more (empty) line, and an empty file is one empty line. Nothing to show (past the end, or only that
-    empty line) gives an empty text.
+    empty line) gives an empty text. Memory stays bounded by the output whatever the file (issue 21): a
+    line outside the window is only counted, a line inside it keeps its first LINE_KEEP_BYTES bytes.
     """
     start = max(1, offset or 1)
     shown: list[str] = []
-    total = 0
-    ended_nl = True  # an empty file, or the last line read ended with a newline
-    cut_short = False
-    for raw in f:
-        total += 1
-        ended_nl = raw.endswith(b"\n")
-        if total < start:
+    lineno = 1  # the line the next byte belongs to
+    end = start + limit if limit is not None else None
+    kept = bytearray()
+    dropped = 0  # characters of the current line past LINE_KEEP_BYTES
+
+    def inside(n: int) -> bool:
+        return n >= start and (end is None or n < end)
+
+    while chunk := f.read(CHUNK):
+        newlines = chunk.count(b"\n")
+        if lineno + newlines < start or (end is not None and lineno >= end):
+            lineno += newlines  # wholly before or after the window: count, keep nothing
             continue
-        if limit is not None and len(shown) >= limit:
-            cut_short = True
-            tail = b""
-            while chunk := f.read(1 << 20):  # count the rest fast, without decoding
-                total += chunk.count(b"\n")
-                tail = chunk
-            if tail:
-                ended_nl = tail.endswith(b"\n")
-                total += 0 if ended_nl else 1
-            break
-        shown.append(_cut(raw.decode("utf-8", errors="replace").rstrip("\n")))
-    if ended_nl:
-        total += 1
-        if not cut_short and start <= total and (limit is None or len(shown) < limit):
-            shown.append("")
+        pos = 0
+        while True:
+            nl = chunk.find(b"\n", pos)
+            piece = chunk[pos:] if nl < 0 else chunk[pos:nl]
+            if inside(lineno):
+                room = LINE_KEEP_BYTES - len(kept)
+                if room > 0:
+                    kept += piece[:room]
+                if len(piece) > room:
+                    dropped += _chars(piece[max(room, 0):])
+            if nl < 0:
+                break
+            if inside(lineno):
+                shown.append(_cut(bytes(kept), dropped))
+            kept, dropped = bytearray(), 0
+            lineno += 1
+            pos = nl + 1
+    total = lineno  # the text split on "\n": the last line may be empty
+    if inside(lineno):
+        shown.append(_cut(bytes(kept), dropped))
     if not shown or shown == [""]:
         return "", total, start, 0
     return number_lines(shown, start), total, start, len(shown)

@@ -57,16 +57,10 @@ class Plan:
     cleanup: Callable[[Scenario], None] | None = None
 
 
-@dataclass
-class Scenario:
+class HomeAndProject:
+    """A scenario's directories under `base`: `home` (AGENT_HOME) and `project` (the working directory)."""
+
     base: Path
-    fake: FakeAnthropic
-    runners: list[CliRunner]
-    plan: Plan | None = None
-    running: list[RunningCli] = field(default_factory=list)
-    first: list[CliResult] = field(default_factory=list)
-    then: list[CliResult] = field(default_factory=list)
-    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -75,6 +69,18 @@ class Scenario:
     @property
     def project(self) -> Path:
         return self.base / "project"
+
+
+@dataclass
+class Scenario(HomeAndProject):
+    base: Path
+    fake: FakeAnthropic
+    runners: list[CliRunner]
+    plan: Plan | None = None
+    running: list[RunningCli] = field(default_factory=list)
+    first: list[CliResult] = field(default_factory=list)
+    then: list[CliResult] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def transcripts(self) -> list[Path]:
         return sorted((self.home / "projects").glob("*/*.jsonl"))
