@@ -13,7 +13,7 @@ from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
 from services.models import context_window
 from services.settings import LOCAL_SETTINGS, MergedSettings
-from tools.mcp_tool import mcp_tools
+from tools.mcp_tool import mcp_tools, sync_mcp_tools
 from tools.permissions import AskHook, PermissionGate
 from tools.registry import default_tools
 
@@ -132,6 +132,9 @@ def build_engine(
         return f"{base}\n\n{extra}" if base and extra else (base or extra or "")
 
     engine.prompt_source = prompt_source
+    if mcp is not None:  # MCP (issue 18): servers join in the background; instructions, tools, notices
+        engine.prompt_source = lambda: _with_mcp_instructions(prompt_source(), mcp)
+        engine.refresh_tools = mcp_refresher(engine, mcp, {r for r in gate.disallowed_tools if "(" not in r})
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
     engine.prompt_builder = prompt
@@ -141,6 +144,30 @@ def build_engine(
 
     cleanup_spill_dirs(home=home)
     return engine
+
+
+def _with_mcp_instructions(system: str, mcp) -> str:  # noqa: ANN001
+    extra = mcp.instructions()
+    return f"{system}\n\n{extra}" if extra else system
+
+
+def mcp_refresher(engine: QueryEngine, mcp, blocked: set[str]):  # noqa: ANN001, ANN201
+    """Before each model call: the notices of servers that changed, and their tools synced into the
+    engine's list (new ones at the end). Cheap when nothing changed (one integer compare)."""
+    seen = [-1]
+
+    def sync() -> None:
+        if mcp.version != seen[0]:
+            seen[0] = mcp.version
+            sync_mcp_tools(engine.tools, mcp, blocked)
+
+    def refresh() -> list[tuple[str, str]]:
+        notices = mcp.take_notices()
+        sync()
+        return [("mcp" if kind == "mcp" else "warning", text) for kind, text in notices]
+
+    refresh.sync = sync  # type: ignore[attr-defined] - tools only, the notices stay for the loop
+    return refresh
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
@@ -190,15 +217,17 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
 
 async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = None,  # noqa: ANN001, ANN201
                     strict: bool = False, opts: AppOptions | None = None):
-    """Connect the MCP servers of `.mcp.json` / `MCP_CONFIG` concurrently (issue 8).
+    """Start the configured MCP servers in the background (issue 18) and return at once.
 
-    Returns None when no server is configured (the SDK is then never imported). Each config problem and
-    each failed server is reported once through `warn` (stderr by default). The caller passes the
-    manager to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
+    Returns None when no server is configured (the SDK is then never imported). Config problems are
+    reported through `warn` (stderr by default) now; servers report (ready, failed) through the
+    manager's notices, which the loop shows before its next model call. The caller passes the manager
+    to `build_engine(..., mcp=manager)` and must `await manager.close()` on the way out.
     """
     import os
     import sys
 
+    from services.config import project_dir
     from services.mcp.config import load_config, load_data
     from services.mcp.manager import McpManager
 
@@ -220,13 +249,12 @@ async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = N
         found, warns = load_data(data, f"--mcp-config #{i + 1}", os.environ)
         configs.update(found)
         warnings.extend(warns)
-    if not configs:
-        for text in warnings:
-            warn(text)
-        return None
-    manager = McpManager(configs, cwd)
-    manager.warnings.extend(warnings)
-    await manager.start()
-    for text in manager.warnings:
+    for text in warnings:
         warn(text)
+    if not configs:
+        return None
+    # Roots (issue 18): the working directory and the added ones (the list itself: /add-dir extends it).
+    roots = opts.add_dirs if opts is not None else None
+    manager = McpManager(configs, cwd, log_dir=project_dir(cwd) / "mcp-logs", extra_roots=roots)
+    manager.start_background()
     return manager

@@ -88,6 +88,8 @@ class QueryEngine:
         # Set by build_engine (issue 7): rebuilds the system prompt when its inputs change; the skills.
         self.prompt_source: Any = None
         self.skills: list[Any] = []
+        # Set by build_engine when MCP servers are configured: keeps `tools` in step between model calls.
+        self.refresh_tools: Any = None
         self._session_start_source: str | None = "startup"
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
         self.persist = persist
@@ -270,6 +272,7 @@ class QueryEngine:
             compact=self.config.compact,
             replacement_state=self.replacement_state,
             autocompact_state=self.autocompact_state,
+            refresh_tools=self.refresh_tools,
             thinking=self.config.thinking,
             server_tools=list(self.config.server_tools),
         )

@@ -136,7 +136,8 @@ class HeadlessRun:
     def init_event(self) -> dict[str, Any]:
         mcp_servers = []
         if self.mcp is not None:
-            mcp_servers = [{"name": name, "status": "connected" if state == "connected" else "failed"}
+            # Servers start in the background (issue 18): one still starting is "pending", as in Claude Code.
+            mcp_servers = [{"name": name, "status": state if state in ("connected", "pending") else "failed"}
                            for name, state, _ in self.mcp.status()]
         return {
             "type": "system",
@@ -558,7 +559,7 @@ class ControlSession:
             servers = []
             mcp = self.run.mcp if self.run is not None else None
             if mcp is not None:
-                servers = [{"name": n, "status": "connected" if s == "connected" else "failed"}
+                servers = [{"name": n, "status": s if s in ("connected", "pending") else "failed"}
                            for n, s, _ in mcp.status()]
             self._answer(rid, {"mcpServers": servers})
         else:

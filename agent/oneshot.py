@@ -34,6 +34,10 @@ async def _run(inv: Any) -> int:
         return await _run_engine(inv, engine, mcp)
     finally:
         if mcp is not None:
+            # MCP servers start in the background (issue 18): what they reported after the task ended.
+            for kind, text in mcp.take_notices():
+                if kind == "warning":
+                    sys.stderr.write(f"warning: {text}\n")
             await mcp.close()
 
 
@@ -41,16 +45,20 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     fmt = inv.output_format
     out = JsonOut()
     run = HeadlessRun(inv, engine, mcp, out if fmt == "stream-json" else None)
+    inject = None
+    text = inv.prompt
+    if mcp is not None:  # before the init event, so that it shows servers a wait has connected
+        try:
+            text, inject = await _mcp_input(mcp, engine, inv.prompt)
+        except Exception as exc:  # noqa: BLE001 - a bad prompt command is one line, exit 1
+            engine.close()
+            sys.stderr.write(f"error: {exc}\n")
+            return EXIT_ERROR
     if fmt == "stream-json":
         out(run.init_event())
     _install_signals(engine)
-    inject = None
-    if mcp is not None:  # @server:uri mentions are read and injected before the prompt
-        inject, mention_warnings = await mcp.expand_mentions(inv.prompt)
-        for warning in mention_warnings:
-            sys.stderr.write(f"warning: {warning}\n")
     try:
-        terminal, result = await run.run(inv.prompt, inject)
+        terminal, result = await run.run(text, inject)
     finally:
         engine.close()
     if fmt == "json":
@@ -70,6 +78,41 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     if terminal.reason == "aborted" and result["subtype"] != "error_max_budget_usd":
         return EXIT_INTERRUPTED
     return EXIT_OK if not result["is_error"] else EXIT_ERROR
+
+
+async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]]:
+    """MCP's part of the input (issue 18): client hooks; `/server:prompt args` expanded into the prompt's
+    messages (no extra user text); `@server:uri` mentions read and injected before the prompt. An optional
+    `MCP_STARTUP_WAIT_MS` lets the first request wait that long for servers still starting."""
+    from agent.mcp_commands import expand_prompt, parse_prompt_command
+    from agent.mcp_hooks import make_sampling_handler
+    from services.config import env_int
+    from services.mcp.content import expand_mentions
+
+    def notify(text: str) -> None:
+        sys.stderr.write(f"[mcp] {text}\n")
+        sys.stderr.flush()
+
+    mcp.handlers.sample = make_sampling_handler(engine, None, notify)
+    wait_ms = env_int("MCP_STARTUP_WAIT_MS", 0, minimum=0)
+    if wait_ms:
+        await mcp.wait_ready(timeout=wait_ms / 1000)
+        sync = getattr(engine.refresh_tools, "sync", None)
+        if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
+            sync()
+    spill = engine.session_dir / "tool-results"
+    command = parse_prompt_command(mcp, prompt)
+    if command is not None:
+        out = await expand_prompt(mcp, *command, spill_dir=spill, ask=None)
+        text = ""
+    else:
+        out = await expand_mentions(mcp, prompt, spill) if "@" in prompt else None
+        text = prompt
+    for warning in out.warnings if out else []:
+        sys.stderr.write(f"warning: {warning}\n")
+    for notice in out.notices if out else []:
+        notify(notice)
+    return text, (out.messages if out else [])
 
 
 def _print_text(text: str) -> bool:

@@ -8,7 +8,7 @@ call the history passes through stage 0 (autocompact) and the outbound pipeline 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from agent.deps import QueryDeps
@@ -81,6 +81,9 @@ class QueryParams:
     autocompact_state: dict = field(default_factory=dict)
     thinking: ThinkingOptions | None = None
     server_tools: list[str] = field(default_factory=list)  # names from services/server_tools.py
+    # Called before every model call: may change `tools` in place (MCP servers that became ready append
+    # theirs at the end) and returns notices [(kind, text)] to show. None: the tool list is fixed.
+    refresh_tools: Callable[[], list[tuple[str, str]]] | None = None
 
 
 class _Aborted(Exception):
@@ -147,7 +150,12 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
     tools = {t.name: t for t in params.tools}
     # Server tools (web_search / web_fetch run by the API) replace their client-side counterparts.
     replaced = replaced_client_tools(params.server_tools)
-    tool_specs = [t.to_api() for t in params.tools if t.name not in replaced] + server_tool_specs(params.server_tools)
+
+    def specs() -> list[dict]:
+        return [t.to_api() for t in params.tools if t.name not in replaced] + server_tool_specs(params.server_tools)
+
+    tool_specs = specs()
+    tool_ids = [id(t) for t in params.tools]
     env = _pipeline_env(params.tools, ctx)
     runner = ToolRunner(tools, ctx, params.gate, params.hooks)
     stop_hook_active = False
@@ -189,6 +197,16 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                 yield NoticeEvent(kind, text)
             visible = sent_whole_ids(piped.messages, params.replacement_state)
             ctx.is_visible = visible.__contains__
+
+            if params.refresh_tools is not None:  # tools that joined (or left) since the last model call
+                for kind, text in params.refresh_tools():
+                    yield NoticeEvent(kind, text)
+                if [id(t) for t in params.tools] != tool_ids:
+                    tool_ids = [id(t) for t in params.tools]
+                    tools = {t.name: t for t in params.tools}
+                    tool_specs = specs()
+                    env = _pipeline_env(params.tools, ctx)
+                    runner.tools = tools
 
             # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
             # sent broken; under AGENT_STRICT_REQUESTS=1 (the test suite) it fails loudly instead.

@@ -111,6 +111,7 @@ class Renderer:
     ):
         self.console = console
         self.tools = tools or {}
+        self._progress_base: dict[str, str] = {}  # tool id -> its label before progress was added
         self.cwd = cwd
         # Live regions only on a real terminal (not a pipe, not a dumb one).
         self.live_enabled = console.is_terminal and not console.is_dumb_terminal if live is None else live
@@ -257,8 +258,20 @@ class Renderer:
         else:
             self._refresh_tools_live()
 
+    def progress(self, tool_id: str, text: str) -> None:
+        """A running tool's progress (MCP progress notifications), shown on its line."""
+        if tool_id not in self._running:
+            return
+        base = self._progress_base.setdefault(tool_id, self._running[tool_id])
+        self._running[tool_id] = f"{base} · {text}"
+        if not self.live_enabled:
+            self.console.print(Text(f"… {base} · {text}", style="dim"))
+        else:
+            self._refresh_tools_live()
+
     def _tool_end(self, ev: ToolEndEvent) -> None:
-        label = self._running.pop(ev.id, None) or ev.name
+        label = self._progress_base.pop(ev.id, None) or self._running.pop(ev.id, None) or ev.name
+        self._running.pop(ev.id, None)
         diff = self._pending_diffs.pop(ev.id, None)
         fp = (self._pending_diffs.pop(ev.id + "#fp", None) or [""])[0]
         if ev.ok:

@@ -33,7 +33,7 @@ from rich.text import Text
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.errors import os_error_line, set_transcript
-from agent.mcp_commands import register_mcp_commands
+from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
 from agent.permission_menu import menu_lines, rejection, visible
 from agent.render import Renderer, make_console
 from agent.skill_commands import register_skill_commands
@@ -42,7 +42,6 @@ from services.events import ToolEndEvent
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
 from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
-from tools.mcp_tool import mcp_tools
 from tools.permissions import Answer, PermissionRequest, PermissionResult
 from tools.todo import format_todos
 
@@ -62,6 +61,17 @@ class ReplCompleter(Completer):
     def __init__(self, router: CommandRouter, cwd: Path):
         self.router = router
         self.cwd = cwd
+        self.mcp: Any = None  # set once MCP servers start: `@server:uri` completion
+
+    async def get_completions_async(self, document: Document, complete_event: Any):  # noqa: ANN201
+        for c in self.get_completions(document, complete_event):
+            yield c
+        word = document.get_word_before_cursor(WORD=True)
+        if self.mcp is not None and word.startswith("@") and not document.text_before_cursor.startswith("/"):
+            from agent.mcp_commands import mention_completions
+
+            for text, meta in await mention_completions(self.mcp, word[1:]):
+                yield Completion("@" + text, start_position=-len(word), display_meta=meta)
 
     def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
         before = document.text_before_cursor
@@ -554,6 +564,8 @@ class Repl:
             await self.remember(text[1:].strip())
             return None
         if self.router.is_command(text):
+            if self.mcp is not None:  # a prompt of a server still starting: wait for it
+                await wait_for_prompt_server(self.router, self.mcp, text)
             result = await self.router.dispatch(text, self.ctx)
             if result.exit:
                 return result.exit_code
@@ -563,11 +575,36 @@ class Repl:
             return None
         inject: list = []
         if self.mcp is not None and "@" in text:
-            inject, warnings = await self.mcp.expand_mentions(text)
-            for w in warnings:
+            from services.mcp.content import expand_mentions
+
+            out = await expand_mentions(self.mcp, text, self.engine.session_dir / "tool-results")
+            for w in out.warnings:
                 self.say(f"warning: {w}", "yellow")
+            for n in out.notices:
+                self.say(n, "dim")
+            inject = out.messages
         await self.run_turn(text, inject or None)
         return None
+
+    async def ask_text(self, question: str) -> str | None:
+        """One line from the user while a turn may be running (MCP forms, prompt arguments)."""
+        async with self._ask_lock:
+            self.renderer.pause()
+            self._stop_esc_reader()
+            try:
+                # Empty bindings: prompt-toolkit keeps the last call's (the keys of a permission question).
+                return await self._question(question, key_bindings=KeyBindings())
+            except (KeyboardInterrupt, EOFError):
+                return None
+            finally:
+                if self._turn_task is not None and not self._turn_task.done():
+                    self._install_sigint()
+                    self._start_esc_reader()
+                self.renderer.resume_live()
+
+    async def ask_yes_no(self, question: str) -> bool:
+        answer = await self.ask_text(f"{question} [y/n]: ")
+        return (answer or "").strip().lower() in ("y", "yes")
 
     def _carry_over(self) -> list[Any]:
         """What the model is told before the next prompt: `!command` runs and finished background tasks."""
@@ -625,13 +662,32 @@ class Repl:
         self.say(f"Saved to {target}", "dim")
 
     async def start_mcp(self) -> None:
-        """Connect MCP servers (if any are configured): their tools, `/mcp` and prompt commands."""
-        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"), opts=self.opts)
-        register_mcp_commands(self.router, self.mcp)
+        """Start MCP servers in the background (if any are configured): `/mcp`, prompt commands as servers
+        become ready, and the answers to their sampling and elicitation requests. Their tools reach the
+        model before its next call (the engine's refresher), with a notice."""
+        from agent.mcp_hooks import make_elicitation_handler, make_sampling_handler
+
+        self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"),
+                                   opts=self.opts)
+        register_mcp_commands(self.router, self.mcp, ask=self.ask_text)
         if self.mcp is not None:
-            tools = mcp_tools(self.mcp)
-            self.engine.tools.extend(tools)
-            self.renderer.tools.update({t.name: t for t in tools})
+            from agent.app import mcp_refresher
+
+            self.session.completer.mcp = self.mcp  # type: ignore[union-attr]
+            self.mcp.handlers.progress = self.renderer.progress
+            notify = lambda text: self.say(text, "dim")  # noqa: E731
+            self.mcp.handlers.sample = make_sampling_handler(self.engine, self.ask_yes_no, notify)
+            self.mcp.handlers.elicit = make_elicitation_handler(self.ask_text, notify)
+            blocked = {r for r in self.engine.gate.disallowed_tools if "(" not in r}
+            refresh = mcp_refresher(self.engine, self.mcp, blocked)
+
+            def refresh_and_render() -> list[tuple[str, str]]:
+                notices = refresh()
+                self.renderer.tools.update({t.name: t for t in self.engine.tools})
+                return notices
+
+            self.engine.refresh_tools = refresh_and_render
+            self.engine.prompt_source = _with_instructions(self.engine.prompt_source, self.mcp)
 
     @staticmethod
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -698,6 +754,13 @@ class Repl:
             self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()
+
+
+def _with_instructions(source: Any, mcp: Any) -> Any:
+    """The system prompt plus the MCP servers' instructions (sorted by server: byte-stable)."""
+    from agent.app import _with_mcp_instructions
+
+    return lambda: _with_mcp_instructions(source(), mcp)
 
 
 def ask_folder_trust(cwd: Path, home: Path) -> bool:

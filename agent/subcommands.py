@@ -8,6 +8,10 @@ def run_subcommand(name: str, argv: list[str]) -> int:
         from agent.doctor import main as doctor
 
         return doctor(argv)
+    if name == "mcp":  # issue 18: `agent mcp add/add-json/list/get/remove`
+        from agent.mcp_cli import main as mcp
+
+        return mcp(argv)
     if name == "config":
         from agent.config_cmd import main as config
 

@@ -8,13 +8,13 @@ import os
 import stat
 from typing import Any
 
+from services.images import MAX_IMAGE_BYTES  # one limit for Read and MCP images
 from tools import read_state
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.fsutil import looks_binary, number_lines, sniff_image
 
 MAX_LINE_CHARS = 2000
 MAX_BYTES_WHOLE = 256 * 1024
-MAX_IMAGE_BYTES = 3_750_000  # base64 grows by 4/3; the API's per-image limit is 5 MB encoded
 MAX_PDF_PAGES = 20
 UNCHANGED_STUB = (
     "File unchanged since last read. The content from the earlier Read tool_result in this conversation "

@@ -41,6 +41,7 @@ def test_one_shot_uses_stdio_and_http_mcp_servers(tmp_path: Path, fake_anthropic
         result = CliRunner(home, project, fake_anthropic)(
             "--output-format", "json", "Follow @tour:docs://handbook and add 2 and 3", timeout=180,
             PID_FILE=str(pid_file), TOUR_PORT=str(port), MCP_CONNECT_TIMEOUT_MS="90000",
+            MCP_STARTUP_WAIT_MS="90000",  # this test wants the tools in the first request
         )
         assert result.code == 0, result.stderr
         assert json.loads(result.stdout)["result"] == "2 + 3 = 5"

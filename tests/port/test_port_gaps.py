@@ -83,10 +83,14 @@ async def test_mcp_marker_binds_to_the_command_not_the_arguments(tmp_path: Path)
                                                        "MCP_CONNECT_TIMEOUT_MS": "90000"})
     try:
         ctx, buf = _ctx(tmp_path)
-        register_mcp_commands(ctx.router, manager)
+        async def ask(question: str) -> str:  # a required argument left out is asked for (issue 18)
+            assert question.startswith("city (required")
+            return "Oslo"
+
+        register_mcp_commands(ctx.router, manager, ask=ask)
         for line, expected in (("/tour:plan_trip (MCP) Tokyo 3", "City=Tokyo; Days=3."),
                                ("/tour:plan_trip 石家庄 2天", "City=石家庄; Days=2天."),
-                               ("/tour:plan_trip (MCP)", "City=; Days=?.")):
+                               ("/tour:plan_trip (MCP)", "City=Oslo; Days=?.")):
             result = await ctx.router.dispatch(line, ctx)
             assert result.run_turn is not None, buf.getvalue()
             assert result.run_turn[1][0]["content"][0]["text"].startswith(expected), line
