@@ -216,7 +216,7 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
 
 
 async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = None,  # noqa: ANN001, ANN201
-                    strict: bool = False, opts: AppOptions | None = None):
+                    strict: bool = False, opts: AppOptions | None = None, sdk_send: Any = None):
     """Start the configured MCP servers in the background (issue 18) and return at once.
 
     Returns None when no server is configured (the SDK is then never imported). Config problems are
@@ -256,5 +256,6 @@ async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = N
     # Roots (issue 18): the working directory and the added ones (the list itself: /add-dir extends it).
     roots = opts.add_dirs if opts is not None else None
     manager = McpManager(configs, cwd, log_dir=project_dir(cwd) / "mcp-logs", extra_roots=roots)
+    manager.sdk_send = sdk_send  # servers hosted by the Agent SDK (type "sdk"), through mcp_message
     manager.start_background()
     return manager

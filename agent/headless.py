@@ -57,6 +57,7 @@ TERMINAL_REASONS = {"completed": "completed", "max_turns": "max_turns", "error":
                     "aborted": "aborted_streaming", "budget": "max_budget_usd", "refusal": "refusal",
                     "context_window_exceeded": "context_window_exceeded", "max_tokens": "max_tokens"}
 INTERRUPTED_TEXT = "[Request interrupted by user]"
+SDK_SERVER_WAIT_S = 30.0  # at most, for the SDK host's own MCP servers before the first request
 
 
 def new_uuid() -> str:
@@ -350,10 +351,12 @@ def schema_instruction(schema: dict[str, Any]) -> str:
 
 
 # -- the engine, set up as the flags say --------------------------------------------------------------
-async def open_engine(inv: Any, ask: Any = None, hooks: Hooks | None = None) -> tuple[Any, Any]:
+async def open_engine(inv: Any, ask: Any = None, hooks: Hooks | None = None,
+                      sdk_send: Any = None) -> tuple[Any, Any]:
     """(engine, mcp) for a headless run: resume/fork, MCP servers, the schema instruction. Raises ResumeError."""
     loaded = load_resume_target(inv.app.cwd, inv.continue_, inv.resume)
-    mcp = await start_mcp(inv.app.cwd, extra=inv.app.mcp_configs, strict=inv.app.strict_mcp_config, opts=inv.app)
+    mcp = await start_mcp(inv.app.cwd, extra=inv.app.mcp_configs, strict=inv.app.strict_mcp_config, opts=inv.app,
+                          sdk_send=sdk_send)
     try:
         engine = build_engine(inv.app, mcp=mcp, ask=ask)
         if hooks is not None:
@@ -505,6 +508,24 @@ class ControlSession:
         return PermissionResult("deny", message=str(answer.get("message") or "Permission denied."),
                                 interrupt=bool(answer.get("interrupt")))
 
+    async def _wait_sdk_servers(self, mcp: Any) -> None:
+        """Servers the SDK host runs in its own process answer at once: their tools are in the first request
+        (other servers join when ready, as in every front end)."""
+        if mcp is None:
+            return
+        sdk = [name for name, server in mcp.servers.items() if server.config.transport == "sdk"]
+        if sdk:
+            await mcp.wait_ready(sdk, timeout=SDK_SERVER_WAIT_S)
+            sync = getattr(self.engine.refresh_tools, "sync", None)
+            if sync is not None:
+                sync()
+
+    async def mcp_message(self, server: str, message: dict[str, Any]) -> dict[str, Any]:
+        """A JSON-RPC message to an MCP server the SDK host runs in its own process (type "sdk")."""
+        answer = await self.request({"subtype": "mcp_message", "server_name": server, "message": message})
+        response = answer.get("mcp_response")
+        return response if isinstance(response, dict) else {}
+
     def _state(self, state: str) -> None:
         if self.inv.reads_session_state:
             self.emit({"type": "system", "subtype": "session_state_changed", "state": state,
@@ -614,12 +635,13 @@ class ControlSession:
             ask = self.ask if self.inv.permission_prompt_tool == "stdio" else None
             hooks = SdkHooks(self, self.hook_registry) if self.hook_registry else None
             try:
-                self.engine, mcp = await open_engine(self.inv, ask=ask, hooks=hooks)
+                self.engine, mcp = await open_engine(self.inv, ask=ask, hooks=hooks, sdk_send=self.mcp_message)
             except ResumeError as exc:
                 sys.stderr.write(f"error: {exc}\n")
                 return EXIT_ERROR
             self.run = HeadlessRun(self.inv, self.engine, mcp, self.emit)
             _install_signals(self.engine)
+            await self._wait_sdk_servers(mcp)
             try:
                 msg: dict[str, Any] | None = first
                 while msg is not None:

@@ -35,7 +35,7 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 @dataclass
 class ServerConfig:
     name: str
-    transport: str  # "stdio" | "http"
+    transport: str  # "stdio" | "http" | "sdk" (a server inside the SDK host, reached by mcp_message)
     source: str  # the file it came from
     command: str = ""
     args: list[str] = field(default_factory=list)
@@ -93,6 +93,8 @@ def parse_server(name: str, raw: Any, source: str, environ: Mapping[str, str]) -
             url=expand_vars(url, environ),
             headers={k: expand_vars(v, environ) for k, v in headers.items()},
         )
+    if kind == "sdk":  # hosted inside the Agent SDK's process; reached through the control protocol
+        return ServerConfig(name, "sdk", source)
     if kind != "stdio":
         raise ValueError(f'unsupported "type" {kind!r} (use "stdio" or "http")')
     command = raw.get("command")

@@ -199,6 +199,13 @@ class McpServer:
     # --- lifecycle -----------------------------------------------------------------------------
 
     def _transport(self) -> Any:
+        if self.config.transport == "sdk":
+            from services.mcp.sdk_transport import sdk_transport
+
+            if self.manager.sdk_send is None:
+                raise McpError(f'"{self.config.name}" is an SDK server: only an Agent SDK host '
+                               "(--input-format stream-json) can run it")
+            return sdk_transport(self.config.name, self.manager.sdk_send)
         if self.config.transport == "http":
             from mcp.client.streamable_http import streamablehttp_client
 
@@ -595,6 +602,8 @@ class McpManager:
         call = timeout_from_env("MCP_CALL_TIMEOUT_MS", DEFAULT_CALL_TIMEOUT, environ)
         call = timeout_from_env("MCP_TOOL_TIMEOUT", call, environ)
         self.cwd = cwd
+        # The control protocol's mcp_message, for servers of type "sdk" (set by the headless front end).
+        self.sdk_send: Any = None
         self.log_dir = log_dir
         # Kept by reference: a directory added later (the REPL's /add-dir) is a root from then on.
         self.extra_roots = extra_roots if extra_roots is not None else []
@@ -660,7 +669,7 @@ class McpManager:
         self.version += 1
         if notice:
             self._notices.append((kind, notice))
-        trace("mcp.changed", server=server.name if server else "", version=self.version, state=server.state if server else "")
+        trace("mcp.changed", server=server.name if server else "", version=self.version, state=server.state if server else "", error=(server.error if server else "")[:300])
         for listener in list(self._listeners):
             with contextlib.suppress(Exception):
                 listener()

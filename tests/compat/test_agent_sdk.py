@@ -8,6 +8,7 @@ stdin and stdout, control requests both ways), and the agent talks to the local 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
@@ -48,10 +49,10 @@ def launcher(tmp_path: Path) -> Path:
 def options(launcher: Path, agent_home: Path, workdir: Path, fake_anthropic: FakeAnthropic):
     stderr: list[str] = []
 
-    def make(**kw: Any) -> ClaudeAgentOptions:
+    def make(env_extra: dict[str, str] | None = None, **kw: Any) -> ClaudeAgentOptions:
         env = {"ANTHROPIC_BASE_URL": fake_anthropic.url, "ANTHROPIC_API_KEY": TEST_KEY,
                "AGENT_HOME": str(agent_home), "PYTHONPATH": str(ROOT), "API_MAX_RETRIES": "0",
-               "NO_COLOR": "1", "AGENT_ECHO_TOOL": "1"}
+               "NO_COLOR": "1", "AGENT_ECHO_TOOL": "1", **(env_extra or {})}
         return ClaudeAgentOptions(cli_path=str(launcher), cwd=str(workdir), env=env,
                                   stderr=stderr.append, **kw)
 
@@ -188,3 +189,28 @@ async def test_client_multi_turn_hooks_mode_model_and_interrupt(options, fake_an
     last = fake_anthropic.requests[-1].messages
     assert last[0]["content"][0]["text"] == "use the echo tool"
     assert last[-1]["content"][-1]["text"] == "still there?"
+
+
+async def test_an_sdk_hosted_mcp_server_is_called_through_the_control_protocol(options, fake_anthropic) -> None:
+    """`create_sdk_mcp_server` runs the server inside the SDK's process; the agent reaches it with
+    `mcp_message` control requests (initialize, tools/list, tools/call)."""
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    calls: list[dict[str, Any]] = []
+
+    @tool("add", "Add two numbers", {"a": float, "b": float})
+    async def add(args: dict[str, Any]) -> dict[str, Any]:
+        calls.append(args)
+        return {"content": [{"type": "text", "text": f"sum={args['a'] + args['b']}"}]}
+
+    server = create_sdk_mcp_server("calc", tools=[add])
+    fake_anthropic.reply(tool_block("mcp__calc__add", {"a": 2, "b": 3}, id="toolu_sdkmcp"))
+    fake_anthropic.text("It is 5.")
+    opts = options(mcp_servers={"calc": server}, allowed_tools=["mcp__calc__add"], )
+    messages = [m async for m in query(prompt=_prompts("add 2 and 3"), options=opts)]
+    assert calls == [{"a": 2, "b": 3}], (options.stderr, [m for m in messages][-3:])
+    assert messages[-1].result == "It is 5."
+    assert "mcp__calc__add" in [t["name"] for t in fake_anthropic.requests[0].body["tools"]]
+    sent = fake_anthropic.requests[1].messages[-1]["content"][0]
+    assert sent["tool_use_id"] == "toolu_sdkmcp" and not sent.get("is_error")
+    assert "sum=5" in json.dumps(sent["content"])
