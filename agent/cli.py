@@ -1,163 +1,92 @@
-"""The command line: `agent` (REPL), `agent "prompt"` / `agent -p` (one shot), with typer.
+"""The command line, with Claude Code's flags: `agent` (REPL), `agent -p` (one shot), `agent <subcommand>`.
 
-Kept light at import time: `--help` and `--version` must be instant, so the SDK and the engine are
-imported only when a conversation is about to run.
+Kept light at import time (argparse, no typer/rich/SDK): `--help` and `--version` must be instant, and a
+one-shot run starts importing the SDK in the background (`agent/sdk_preload.py`) before anything else, so
+the time to the first request is the SDK's import and little more.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from agent import __version__
+from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from agent.flags import SUBCOMMANDS, UsageError, build_parser, parse_argv
 from services.session import PICK_SESSION
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MAX_TURNS, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-OUTPUT_FORMATS = ("text", "json", "stream-json")
 
-HELP = """A ReAct coding agent for the terminal, driven by Claude.
-
-  agent                      start the interactive REPL
-  agent "fix the tests"      run one task and exit
-  echo "task" | agent -p     read the task from stdin
-
-Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN; ANTHROPIC_BASE_URL for any Anthropic-compatible
-server). Without a key, --mock runs a built-in offline model that drives the real tools.
-"""
-
-app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
-
-
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"agent {__version__}")
-        raise typer.Exit(EXIT_OK)
-
-
-def fail(message: str, code: int = EXIT_ERROR) -> None:
+def fail(message: str, code: int = EXIT_ERROR) -> int:
     sys.stderr.write(f"error: {message}\n")
-    raise typer.Exit(code)
+    return code
 
 
-@app.command(help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
-def run(
-    prompt: Annotated[list[str] | None, typer.Argument(help="The task. Omit it to start the REPL.")] = None,
-    print_mode: Annotated[
-        bool, typer.Option("--print", "-p", help="One-shot: the prompt from the argument, else from stdin.")
-    ] = False,
-    model: Annotated[str | None, typer.Option("--model", help="Model id (default: ANTHROPIC_MODEL).")] = None,
-    max_turns: Annotated[int | None, typer.Option("--max-turns", min=1, help="Model calls per task (100).")] = None,
-    output_format: Annotated[
-        str, typer.Option("--output-format", help="One-shot output: text | json | stream-json.")
-    ] = "text",
-    permission_mode: Annotated[
-        str,
-        typer.Option(
-            "--permission-mode", help="default | acceptEdits | plan | bypassPermissions."
-        ),
-    ] = "default",
-    allowed_tools: Annotated[
-        list[str] | None, typer.Option("--allowedTools", help="Allow rule, e.g. 'Bash(git status:*)'.")
-    ] = None,
-    disallowed_tools: Annotated[
-        list[str] | None, typer.Option("--disallowedTools", help="Deny rule, e.g. 'Bash(rm:*)'.")
-    ] = None,
-    cwd: Annotated[Path | None, typer.Option("--cwd", "-C", help="Work in this directory.")] = None,
-    mock: Annotated[bool, typer.Option("--mock", help="Use the offline mock model (no key, no network).")] = False,
-    continue_: Annotated[
-        bool, typer.Option("--continue", "-c", help="Resume the most recent session of this project.")
-    ] = False,
-    resume: Annotated[str | None, typer.Option("--resume", "-r", help="Resume the session with this id.")] = None,
-    version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
-    ] = False,
-) -> None:
-    from services.config import ConfigError, Settings, has_credentials, load_dotenv_file
+def main(argv: list[str] | None = None) -> None:
+    from agent.errors import debug_enabled, guard
 
-    if output_format not in OUTPUT_FORMATS:
-        fail(f"--output-format must be one of {', '.join(OUTPUT_FORMATS)}, got {output_format!r}", EXIT_USAGE)
-    from tools.permissions import MODES
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # One guard for every entry point (REPL, one-shot in each format, headless, subcommands): an OSError
+    # is one line naming the path and what was kept, a closed pipe exits quietly, Ctrl-C is one word; no
+    # traceback without --debug (issue 21).
+    sys.exit(guard(lambda: _main(argv), debug=debug_enabled(argv)))
 
-    if permission_mode not in MODES:
-        fail(f"--permission-mode must be one of {', '.join(MODES)}, got {permission_mode!r}", EXIT_USAGE)
-    workdir = (cwd or Path.cwd()).expanduser().resolve()
-    if not workdir.is_dir():
-        fail(f"--cwd {workdir}: not a directory", EXIT_USAGE)
-    os.chdir(workdir)
+
+def _main(argv: list[str]) -> int:
+    if argv and argv[0] in SUBCOMMANDS:
+        from agent.subcommands import run_subcommand
+
+        return run_subcommand(argv[0], argv[1:])
     try:
-        load_dotenv_file(workdir)
-        settings = Settings.from_env()
+        ns = parse_argv(argv)
+    except UsageError as exc:
+        return fail(f"{exc} (see agent --help)", EXIT_USAGE)
+    if ns.help:
+        sys.stdout.write(build_parser().format_help())
+        return EXIT_OK
+    if ns.version:
+        sys.stdout.write(f"agent {__version__}\n")
+        return EXIT_OK
+    try:
+        return run(ns)
+    except UsageError as exc:
+        return fail(str(exc), EXIT_USAGE)
+
+
+def run(ns: argparse.Namespace) -> int:
+    from agent.invocation import build_invocation
+    from services.config import ConfigError
+
+    try:
+        inv = build_invocation(ns)  # UsageError on bad combinations; reads stdin for -p without a prompt
     except ConfigError as exc:
-        fail(str(exc))
-    if model:
-        settings.model = model
-    if max_turns:
-        settings.max_turns = max_turns
-    if mock:
-        settings.mock = True
-        os.environ["QUERY_MOCK"] = "1"
+        return fail(str(exc))
+    if not inv.settings.mock:
+        from agent.sdk_preload import preload_sdk
 
-    text = " ".join(prompt or []).strip()
-    interactive = not print_mode and not text and sys.stdin.isatty()
-    if not interactive and not text:
-        text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
-        if not text:
-            fail("no prompt: pass it as an argument or on stdin (agent -p < task.txt)", EXIT_USAGE)
-    if not settings.mock and not has_credentials():
-        fail(
-            "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or run with --mock to try the "
-            "offline model"
-        )
-
-    from agent.app import AppOptions
+        preload_sdk()  # the SDK's import overlaps settings, tools and the system prompt
+    if ns.debug:
+        os.environ.setdefault("TRACE", "1")
     from services.trace import trace
 
-    opts = AppOptions(
-        cwd=workdir,
-        settings=settings,
-        permission_mode=permission_mode,
-        allowed_tools=list(allowed_tools or []),
-        disallowed_tools=list(disallowed_tools or []),
-        interactive=interactive,
-    )
-    trace("cli.start", mode="repl" if interactive else "oneshot")
+    trace("cli.start", mode="repl" if inv.interactive else "oneshot")
     try:
-        if interactive:
+        if inv.interactive:
             from agent.repl import run_repl
 
-            code = run_repl(opts, continue_=continue_, resume=resume)
-        else:
-            if resume == PICK_SESSION:
-                fail("--resume without an id picks a session in the REPL; in one-shot runs pass the id", EXIT_USAGE)
-            from agent.oneshot import run_oneshot
+            return run_repl(inv.app, continue_=inv.continue_, resume=inv.resume, initial_prompt=inv.prompt or None)
+        if inv.resume == PICK_SESSION:
+            return fail("--resume without an id picks a session in the REPL; in one-shot runs pass the id",
+                        EXIT_USAGE)
+        if inv.input_format == "stream-json":
+            from agent.headless import run_headless
 
-            code = run_oneshot(opts, text, output_format, continue_=continue_, resume=resume)
+            return run_headless(inv)
+        from agent.oneshot import run_oneshot
+
+        return run_oneshot(inv)
     except ConfigError as exc:  # e.g. API_MAX_RETRIES=abc, read when the model is built
-        fail(str(exc))
-    raise typer.Exit(code)
-
-
-def with_resume_sentinel(argv: list[str]) -> list[str]:
-    out = list(argv)
-    for i, arg in enumerate(out):
-        if arg == "--":
-            break
-        if arg in ("-r", "--resume") and (i + 1 == len(out) or out[i + 1].startswith("-")):
-            out.insert(i + 1, PICK_SESSION)
-            break
-    return out
-
-
-def main() -> None:
-    try:
-        app(args=with_resume_sentinel(sys.argv[1:]), prog_name="agent")
-    except KeyboardInterrupt:
-        sys.stderr.write("Interrupted\n")
-        sys.exit(EXIT_INTERRUPTED)
+        return fail(str(exc))
 
 
 if __name__ == "__main__":

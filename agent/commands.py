@@ -9,6 +9,8 @@ with `/` and names no command is reported as unknown and never sent to the model
 from __future__ import annotations
 
 import inspect
+import json
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from rich.text import Text
 from services.compact.autocompact import AutocompactContext, compact_now
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
+from services.models import model_warning, resolve_model
 
 Handler = Callable[["CommandContext", str], "CommandResult | None | Awaitable[CommandResult | None]"]
 Picker = Callable[[str, list[tuple[str, str]]], Awaitable[str | None]]
@@ -147,14 +150,15 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
     table.add_column()
     for cmd in ctx.router.commands():
         names = "/" + cmd.name + "".join(f", /{a}" for a in cmd.aliases)
-        # Text, not markup strings: rich would eat an `[args]` hint as a style tag.
-        table.add_row(Text(names), Text(cmd.help))
+        table.add_row(Text(names), Text(cmd.help))  # Text: "[args]" hints are not rich markup
     ctx.console.print(Text("Commands:", style="bold"))
     ctx.console.print(table)
     ctx.console.print(
         Text(
-            "Keys: Enter sends · Alt-Enter / Esc-Enter new line · Tab completes /commands and @files · "
-            "Up/Down history · Ctrl-R search · Ctrl-C interrupts (twice at an empty prompt exits) · Ctrl-D exits",
+            "Keys: Enter sends · Alt-Enter, Ctrl-J or \\ then Enter: new line · Tab completes /commands and @files "
+            "· Up/Down history · Ctrl-R search · Shift+Tab cycles default/acceptEdits/plan · Ctrl-C or Esc "
+            "interrupts (twice at an empty prompt exits) · Ctrl-D exits · type ahead while a turn runs: Enter "
+            "queues it · !command runs in bash · # note saves a memory",
             style="dim",
         )
     )
@@ -185,7 +189,10 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
     after = context_percent(engine)
     for _kind, text in result.notices:
         ctx.say(f"· {text}", "dim")
-    ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
+    if after == before:  # react-agent-mini says so rather than print a change that did not happen
+        ctx.say(f"Compacted the conversation (usage unchanged: ctx ~{after}%).")
+    else:
+        ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
 
 
 def cmd_context(ctx: CommandContext, args: str) -> None:
@@ -207,7 +214,11 @@ def cmd_cost(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Requests: {u.requests}")
     ctx.say(f"Tokens in: {u.input_tokens}  out: {u.output_tokens}")
     ctx.say(f"Cache read: {u.cache_read_input_tokens}  cache write: {u.cache_creation_input_tokens}")
-    ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({model})")
+    models = u.model_usage()
+    if len(models) > 1:  # each model's share, priced by the model that served it
+        for name, mu in models.items():
+            ctx.say(f"  {name}: in {mu['inputTokens']}  out {mu['outputTokens']}  ${mu['costUSD']:.4f}")
+    ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({', '.join(models) or model})")
 
 
 def cmd_model(ctx: CommandContext, args: str) -> None:
@@ -215,9 +226,16 @@ def cmd_model(ctx: CommandContext, args: str) -> None:
     if not args:
         ctx.say(f"Model: {engine.config.model}")
         return
-    engine.config.model = args.split()[0]
+    name = resolve_model(args.split()[0])
+    warning = model_warning(name, custom_endpoint=bool(os.environ.get("ANTHROPIC_BASE_URL")))
+    if warning and not os.environ.get("ANTHROPIC_BASE_URL"):
+        ctx.say(warning, "red")  # on the Anthropic API an unknown id would only fail at the next call
+        return
+    engine.config.model = name
     if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
         ctx.opts.settings.model = engine.config.model
+    if warning:
+        ctx.say(warning, "yellow")
     ctx.say(f"Model set to {engine.config.model}.")
 
 
@@ -322,7 +340,13 @@ def resume_session(ctx: CommandContext, session_id: str) -> bool:
         return False
     for warning in loaded.warnings:
         ctx.say(f"warning: {warning}", "yellow")
-    ctx.engine.resume(loaded)
+    from services.session import SessionLocked
+
+    try:
+        ctx.engine.resume(loaded)
+    except SessionLocked as exc:
+        ctx.say(f"Cannot resume: {exc}", "red")
+        return False
     ctx.say(f"Resumed session {loaded.session_id} ({len(loaded.messages)} messages).")
     return True
 
@@ -356,6 +380,125 @@ def cmd_exit(ctx: CommandContext, args: str) -> CommandResult:
     return CommandResult(exit=True, exit_code=0)
 
 
+async def cmd_bashes(ctx: CommandContext, args: str) -> CommandResult:
+    """`/bashes` lists the session's background shells; `/bashes kill ID` stops one."""
+    from tools.background_tasks import registry
+    from tools.base import ToolError
+
+    reg = registry(ctx.engine.state)
+    words = args.split()
+    if len(words) == 2 and words[0] in ("kill", "stop"):
+        try:
+            task = reg.stop(words[1])
+        except ToolError as exc:
+            ctx.say(str(exc), "yellow")
+        else:
+            ctx.say(f"Stopped {task.id}: {task.command}", "dim")
+        return CommandResult()
+    if not reg.tasks:
+        ctx.say("No background shells in this session.", "dim")
+        return CommandResult()
+    for task in reg.tasks.values():
+        ctx.say(Text(task.describe(), style="bold" if task.status == "running" else "dim"))
+    ctx.say("/bashes kill ID stops one; all are stopped when the session ends.", "dim")
+    return CommandResult()
+
+
+def cmd_todos(ctx: CommandContext, args: str) -> None:
+    from tools.todo import format_todos
+
+    todos = ctx.engine.state.extras.get("todos") or []
+    ctx.say(format_todos(todos) if todos else "No plan in this session yet.", "" if todos else "dim")
+
+
+def cmd_hooks(ctx: CommandContext, args: str) -> None:
+    """The command hooks in force, by event (their files: .agents/hooks.json, .claude/settings*.json, the home)."""
+    config = getattr(ctx.engine.hooks, "config", None)
+    hooks = config() if callable(config) else {}
+    if not hooks:
+        ctx.say("No hooks configured (.agents/hooks.json, .claude/settings.json \"hooks\", <AGENT_HOME>/hooks.json).",
+                "dim")
+        return
+    for event, entries in sorted(hooks.items()):
+        for e in entries:
+            ctx.say(Text(f"{event}  [{e.matcher}]  {e.command}"))
+
+
+def cmd_config(ctx: CommandContext, args: str) -> None:
+    """The settings in force: model, mode, rules, context budget; `agent config` changes them."""
+    engine, gate = ctx.engine, ctx.engine.gate
+    ctx.say(f"model: {engine.config.model}  ·  max output tokens: {engine.config.max_tokens}")
+    ctx.say(f"permission mode: {gate.mode}")
+    for label, rules in (("allow", gate.allowed_tools), ("ask", gate.ask_tools), ("deny", gate.disallowed_tools)):
+        if rules:
+            ctx.say(Text(f"{label}: {', '.join(rules)}"))
+    compact = engine.config.compact
+    ctx.say(f"compaction: {'on' if compact.enabled else 'off'}, threshold {compact.threshold} chars")
+    ctx.say("Change settings with `agent config set KEY VALUE` (project) or `-g` (user).", "dim")
+
+
+def cmd_doctor(ctx: CommandContext, args: str) -> None:
+    from agent.doctor import check_credentials, check_ripgrep, check_settings, settings_files
+    from services.config import agent_home
+
+    rows = [("API key", check_credentials()), ("ripgrep", check_ripgrep())]
+    rows += [(str(p), check_settings(p)) for p in settings_files(ctx.cwd, agent_home()) if p.is_file()]
+    for what, (status, detail) in rows:
+        ctx.say(Text(f"{status:<4}  {what}: {detail}"), "red" if status == "fail" else "")
+
+
+def cmd_add_dir(ctx: CommandContext, args: str) -> None:
+    """`/add-dir DIR`: the tools may read and write there too, for this session."""
+    path = Path(args.strip()).expanduser() if args.strip() else None
+    if path is None:
+        dirs = getattr(ctx.opts, "add_dirs", []) if ctx.opts is not None else []
+        ctx.say("Added directories: " + (", ".join(map(str, dirs)) or "none") + "  (/add-dir DIR adds one)", "dim")
+        return
+    path = (ctx.cwd / path).resolve()
+    if not path.is_dir():
+        ctx.say(f"{path}: not a directory", "yellow")
+        return
+    if ctx.opts is not None and hasattr(ctx.opts, "add_dirs") and path not in ctx.opts.add_dirs:
+        ctx.opts.add_dirs.append(path)
+    gate = ctx.engine.gate  # the read and write scope the gate enforces (as --add-dir sets it)
+    if path not in gate.additional_dirs:
+        gate.additional_dirs.append(path)
+    ctx.say(f"Added {path} for this session.", "dim")
+
+
+def cmd_export(ctx: CommandContext, args: str) -> None:
+    """`/export [FILE]`: the conversation as Markdown (prompts, answers, tool calls)."""
+    target = Path(args.strip() or f"conversation-{ctx.engine.session_id[:8]}.md").expanduser()
+    target = target if target.is_absolute() else ctx.cwd / target
+    lines = []
+    for m in ctx.engine.messages:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        if m.get("role") == "user" and not m.get("meta"):
+            texts = [b["text"] for b in blocks if b.get("type") == "text" and b.get("text", "").strip()]
+            lines += [f"## User\n\n{t}\n" for t in texts]
+        elif m.get("role") == "assistant":
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    lines.append(f"## Assistant\n\n{b['text']}\n")
+                elif b.get("type") == "tool_use":
+                    lines.append(f"> tool: {b.get('name')} `{json.dumps(b.get('input'), ensure_ascii=False)[:300]}`\n")
+    try:
+        target.write_text("\n".join(lines), encoding="utf-8")
+    except OSError as exc:
+        ctx.say(f"Could not write {target}: {exc.strerror}", "red")
+        return
+    ctx.say(f"Exported {len(lines)} entries to {target}", "dim")
+
+
+def cmd_agents(ctx: CommandContext, args: str) -> None:
+    tools = [t.name for t in ctx.engine.tools]
+    if "Agent" in tools:
+        ctx.say("Sub-agents: the Agent tool runs a task with its own history and the same tools (minus Agent).")
+    else:
+        ctx.say("The Agent tool is not enabled in this session.", "dim")
+
+
 def default_router() -> CommandRouter:
     router = CommandRouter()
     router.register("help", cmd_help, "show commands and keys", aliases=("?",))
@@ -369,5 +512,13 @@ def default_router() -> CommandRouter:
     router.register("memory", cmd_memory, "show the project memory files in use")
     router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")
     router.register("resume", cmd_resume, "resume an earlier session of this project [number|id]")
+    router.register("todos", cmd_todos, "show the current plan")
+    router.register("hooks", cmd_hooks, "show the command hooks in force")
+    router.register("config", cmd_config, "show the settings in force")
+    router.register("doctor", cmd_doctor, "check the key, ripgrep and settings files")
+    router.register("add-dir", cmd_add_dir, "let the tools use another directory [DIR]")
+    router.register("export", cmd_export, "write the conversation as Markdown [FILE]")
+    router.register("agents", cmd_agents, "show the sub-agent setup")
+    router.register("bashes", cmd_bashes, "background shells: list them; stop one [kill ID]", aliases=("tasks",))
     router.register("exit", cmd_exit, "leave the REPL", aliases=("quit",))
     return router

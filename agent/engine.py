@@ -29,9 +29,20 @@ from services.events import (
 )
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import Message, repair_pairing, user_message
-from services.session import FORMAT_VERSION, LoadedSession, SessionPaths, Transcript, new_session_id
+from services.session import (
+    FORMAT_VERSION,
+    LoadedSession,
+    SessionPaths,
+    Transcript,
+    ensure_private_dir,
+    new_session_id,
+    repair_record,
+    touch_index,
+)
+from services.thinking import ThinkingOptions
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
+from tools.background_tasks import TASKS_KEY
 from tools.base import SessionState, Tool, ToolContext
 from tools.permissions import PermissionGate
 from tools.todo import latest_todos
@@ -42,9 +53,11 @@ class EngineConfig:
     cwd: Path
     model: str
     max_turns: int = 100
-    max_tokens: int = 16384
+    max_tokens: int = 0  # 0: the model's default (services/models.default_max_tokens)
     system_prompt: str = ""
     compact: CompactOptions = field(default_factory=CompactOptions)
+    thinking: ThinkingOptions | None = None
+    server_tools: list[str] = field(default_factory=list)
 
 
 class QueryEngine:
@@ -56,6 +69,7 @@ class QueryEngine:
         gate: PermissionGate | None = None,
         hooks: Hooks = NO_HOOKS,
         session_id: str | None = None,
+        persist: bool = True,
     ):
         self.config = config
         self.tools = tools
@@ -74,15 +88,18 @@ class QueryEngine:
         # Set by build_engine (issue 7): rebuilds the system prompt when its inputs change; the skills.
         self.prompt_source: Any = None
         self.skills: list[Any] = []
+        # Set by build_engine when MCP servers are configured: keeps `tools` in step between model calls.
+        self.refresh_tools: Any = None
         self._session_start_source: str | None = "startup"
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
+        self.persist = persist
         self._start_session(session_id or new_session_id())
 
     # -- session lifecycle -------------------------------------------------------------------
     def _start_session(self, session_id: str) -> None:
         self.session_id = session_id
         self.paths = SessionPaths.for_session(self.config.cwd, session_id)
-        self.transcript = Transcript(self.paths.transcript)
+        self.transcript = Transcript(self.paths.transcript, lock=True, persist=self.persist)
         self.messages: list[Message] = []
         self.replacement_state = ContentReplacementState()
         self.autocompact_state: dict[str, Any] = {}
@@ -90,21 +107,21 @@ class QueryEngine:
         self.state.extras.pop("todos", None)
         self._header_written = False
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: dict[str, Any], sync: bool = False) -> None:
         if not self._header_written:
+            header = {
+                "type": "session",
+                "version": FORMAT_VERSION,
+                "session_id": self.session_id,
+                "cwd": str(self.config.cwd),
+                "model": self.config.model,
+                "created_at": time.time(),
+                "pid": os.getpid(),
+            }
+            self.transcript.append(header)
             self._header_written = True
-            self.transcript.append(
-                {
-                    "type": "session",
-                    "version": FORMAT_VERSION,
-                    "session_id": self.session_id,
-                    "cwd": str(self.config.cwd),
-                    "model": self.config.model,
-                    "created_at": time.time(),
-                    "pid": os.getpid(),
-                }
-            )
-        self.transcript.append(record)
+            touch_index(self.paths.transcript)
+        self.transcript.append(record, sync=sync)
 
     def record(self, record: dict[str, Any]) -> None:
         """Append a non-message record (a decision, a plan update...) to the transcript."""
@@ -112,10 +129,12 @@ class QueryEngine:
 
     def append_message(self, message: Message) -> None:
         self.messages.append(message)
-        self._write({"type": "message", "message": message})
+        # Messages are the turn boundaries: each is on disk (fsync) before the front end shows it.
+        self._write({"type": "message", "message": message}, sync=True)
 
     def replace_history(self, messages: list[Message]) -> None:
         self.messages = list(messages)
+        self.replacement_state.history_replaced()  # a compaction boundary voids position-based decisions
         self._write({"type": "history_replaced", "messages": self.messages})
 
     def clear(self) -> None:
@@ -124,24 +143,58 @@ class QueryEngine:
         self._start_session(new_session_id())
         self._session_start_source, self._pending_hook_messages = "clear", []
 
-    def resume(self, loaded: LoadedSession) -> None:
+    def resume(self, loaded: LoadedSession, fork: bool | str = False) -> None:
+        """Continue `loaded`: appending to its transcript under its lock (SessionLocked when another
+        process holds it), or with `fork` (`--fork-session`; a string is the new id) as a new session that
+        starts with a copy of its history, leaving the original as it was."""
+        if not fork:
+            # Take the lock before anything changes, so a refusal leaves this engine as it was.
+            path = SessionPaths.for_session(self.config.cwd, loaded.session_id).transcript
+            probe = Transcript(path, lock=True, persist=self.persist)
+            probe.open()
         self.transcript.close()
-        self._start_session(loaded.session_id)
-        self._header_written = True  # appending to an existing transcript
+        new_id = fork if isinstance(fork, str) else new_session_id()
+        self._start_session(new_id if fork else loaded.session_id)
         self._session_start_source, self._pending_hook_messages = "resume", []
         self.messages = list(loaded.messages)
         self.replacement_state = ContentReplacementState.from_records(loaded.records)
-        for rec in loaded.records:
-            if rec.get("type") == "repaired":
-                self.transcript.append({"type": "message", "message": rec["message"]})
+        if fork:
+            self._copy_for_fork(loaded)
+        else:
+            self.transcript = probe
+            self._header_written = True  # appending to an existing transcript
+            fix = repair_record(loaded)
+            if fix is not None:
+                self._write(fix, sync=True)
+            touch_index(self.paths.transcript)
         for m in self.messages:
             if m.get("role") == "assistant":
-                self.usage.add(m.get("usage"))
+                self.usage.add(m.get("usage"), model=(m.get("meta") or {}).get("model"))
                 self.last_usage = m.get("usage") or self.last_usage
         replay_usage_records(self.usage, loaded.records)
         todos = latest_todos(self.messages, loaded.records)
         if todos is not None:
             self.state.extras["todos"] = todos
+
+    def _copy_for_fork(self, loaded: LoadedSession) -> None:
+        """The fork's transcript starts as a byte copy of the whole lines the load read (the original is
+        never touched, nor locked), then says where it came from and what the load repaired."""
+        if not self.persist:
+            return
+        src = SessionPaths.for_session(self.config.cwd, loaded.session_id).transcript
+        with open(src, "rb") as fh:
+            data = fh.read(loaded.size)
+        data = data[: data.rfind(b"\n") + 1]
+        ensure_private_dir(self.paths.transcript.parent)
+        fd = os.open(self.paths.transcript, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        self._header_written = bool(data)
+        self._write({"type": "forked", "from": loaded.session_id, "at": time.time()}, sync=True)
+        fix = repair_record(loaded)
+        if fix is not None:
+            self._write(fix, sync=True)
+        touch_index(self.paths.transcript)
 
     @property
     def session_dir(self) -> Path:
@@ -202,7 +255,10 @@ class QueryEngine:
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
         if text:
+            # No meta: the user's own words (every injected message carries a meta key saying where it came
+            # from), which retain and autocompact keep verbatim (services/compact/retain.py: is_user_own).
             self.append_message(user_message(text))
+            touch_index(self.paths.transcript, text)
         params = QueryParams(
             messages=self.messages,
             system=self.config.system_prompt,
@@ -216,6 +272,9 @@ class QueryEngine:
             compact=self.config.compact,
             replacement_state=self.replacement_state,
             autocompact_state=self.autocompact_state,
+            refresh_tools=self.refresh_tools,
+            thinking=self.config.thinking,
+            server_tools=list(self.config.server_tools),
         )
         terminal: Terminal | None = None
         try:
@@ -239,7 +298,7 @@ class QueryEngine:
             self.append_message(event.message)
             usage = event.message.get("usage")
             if usage:
-                self.usage.add(usage)
+                self.usage.add(usage, model=(event.message.get("meta") or {}).get("model") or self.config.model)
                 self.last_usage = usage
         elif isinstance(event, ToolResultsEvent):
             self.append_message(event.message)
@@ -253,4 +312,8 @@ class QueryEngine:
             self.record(event.record)
 
     def close(self) -> None:
+        """The session ends: background tasks are killed, the transcript is closed."""
+        tasks = self.state.extras.get(TASKS_KEY)
+        if tasks is not None:
+            tasks.kill_all()
         self.transcript.close()

@@ -1,197 +1,131 @@
-"""One-shot runs: one conversation, printed as text, json or stream-json, then an exit code."""
+"""One-shot runs (`agent -p`): one prompt, printed as Claude Code prints it, then an exit code.
+
+- text: only the final answer on stdout (with `--verbose`, tool lines on stderr); errors on stderr.
+- json: one result object (Claude Code's keys: subtype, is_error, duration_ms, duration_api_ms, num_turns,
+  result, session_id, total_cost_usd, usage, modelUsage, permission_denials, uuid, ...).
+- stream-json: `system`/`init`, then `assistant` / `user` (/ `stream_event`) events, then the result.
+Exit codes: 0 success, 1 any error (turn limit and budget included), 130 interrupted; 141 when stdout was
+closed (quietly, after the reply being received, which the transcript keeps; issue 21).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import signal
 import sys
-import traceback
 from typing import Any
 
-from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
-from services.events import (
-    AssistantEvent,
-    NoticeEvent,
-    Terminal,
-    TextDeltaEvent,
-    ToolEndEvent,
-    ToolResultsEvent,
-    ToolStartEvent,
-    UserMessageEvent,
-)
-from services.messages import message_text
-
-EXIT_CODES = {"completed": 0, "error": 1, "max_turns": 3, "aborted": 130}
-SUBTYPES = {
-    "completed": "success",
-    "max_turns": "error_max_turns",
-    "error": "error_during_execution",
-    "aborted": "error_interrupted",
-}
+from agent.app import ResumeError
+from agent.errors import set_transcript, silence_stdout
+from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
+from services.session import privacy_warnings
 
 
-def _json_line(obj: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-
-
-class OneShotPrinter:
-    def __init__(self, fmt: str):
-        self.fmt = fmt
-        self.streamed_any = False
-        self.last_text = ""
-
-    def event(self, ev: Any) -> None:
-        if isinstance(ev, AssistantEvent):
-            text = message_text(ev.message)
-            if text:
-                self.last_text = text
-        if self.fmt == "stream-json":
-            self._stream_json(ev)
-        elif self.fmt == "text":
-            self._text(ev)
-
-    def _text(self, ev: Any) -> None:
-        if isinstance(ev, TextDeltaEvent):
-            sys.stdout.write(ev.text)
-            sys.stdout.flush()
-            self.streamed_any = True
-        elif isinstance(ev, AssistantEvent):
-            if self.streamed_any:
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-            elif message_text(ev.message):
-                sys.stdout.write(message_text(ev.message) + "\n")
-            self.streamed_any = False
-        elif isinstance(ev, ToolStartEvent):
-            sys.stderr.write(f"[tool] {_label(ev.name, ev.input)}\n")
-        elif isinstance(ev, ToolEndEvent) and not ev.ok:
-            sys.stderr.write(f"[tool] {ev.name} error: {ev.error or ev.summary}\n")
-        elif isinstance(ev, NoticeEvent):
-            if ev.kind == "retry" and self.streamed_any:
-                # The failed attempt's text is already out: the retried answer starts on a new line.
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-                self.streamed_any = False
-            sys.stderr.write(f"[{ev.kind}] {ev.text}\n")
-        sys.stderr.flush()
-
-    def _stream_json(self, ev: Any) -> None:
-        if isinstance(ev, TextDeltaEvent):
-            _json_line({"type": "text_delta", "text": ev.text})
-        elif isinstance(ev, AssistantEvent):
-            _json_line({"type": "assistant", "message": ev.message})
-        elif isinstance(ev, ToolResultsEvent):
-            _json_line({"type": "user", "message": ev.message})
-            for m in ev.extra_messages:
-                _json_line({"type": "user", "message": m})
-        elif isinstance(ev, UserMessageEvent):
-            _json_line({"type": "user", "message": ev.message})
-        elif isinstance(ev, ToolStartEvent):
-            _json_line({"type": "tool_start", "id": ev.id, "name": ev.name, "input": ev.input})
-        elif isinstance(ev, ToolEndEvent):
-            _json_line(
-                {"type": "tool_end", "id": ev.id, "name": ev.name, "ok": ev.ok, "summary": ev.summary,
-                 "duration_ms": round(ev.duration * 1000), "error": ev.error}
-            )
-        elif isinstance(ev, NoticeEvent):
-            _json_line({"type": "notice", "kind": ev.kind, "text": ev.text})
-
-
-def _label(name: str, input: dict[str, Any]) -> str:
-    for key in ("file_path", "path", "pattern", "command", "url", "query", "skill", "description", "message"):
-        value = input.get(key)
-        if isinstance(value, str) and value:
-            return f"{name}: {value if len(value) <= 80 else value[:79] + '…'}"
-    return name
-
-
-def result_object(terminal: Terminal, engine: Any, result: str) -> dict[str, Any]:
-    return {
-        "type": "result",
-        "subtype": SUBTYPES[terminal.reason],
-        "is_error": terminal.reason != "completed",
-        "num_turns": terminal.turns,
-        "result": result if terminal.reason == "completed" else (terminal.error or result),
-        "session_id": engine.session_id,
-        "total_cost_usd": round(engine.usage.cost(engine.config.model), 6),
-        "usage": engine.usage.as_dict(),
-    }
-
-
-async def _run(opts: AppOptions, prompt: str, fmt: str, continue_: bool, resume: str | None) -> int:
+async def _run(inv: Any) -> int:
     try:
-        loaded = load_resume_target(opts.cwd, continue_, resume)
+        engine, mcp = await open_engine(inv)
     except ResumeError as exc:
         sys.stderr.write(f"error: {exc}\n")
-        return 1
-    # MCP (issue 8): servers connect before the engine is built and are closed on every way out.
-    mcp = await start_mcp(opts.cwd)
+        return EXIT_ERROR
+    set_transcript(lambda: engine.paths.transcript)  # the guard's line says what was kept (agent/errors.py)
+    for warning in privacy_warnings(inv.app.cwd):
+        sys.stderr.write(f"warning: {warning}\n")
     try:
-        return await _run_engine(opts, prompt, fmt, loaded, mcp)
+        return await _run_engine(inv, engine, mcp)
     finally:
         if mcp is not None:
+            # MCP servers start in the background (issue 18): what they reported after the task ended.
+            for kind, text in mcp.take_notices():
+                if kind == "warning":
+                    sys.stderr.write(f"warning: {text}\n")
             await mcp.close()
 
 
-async def _run_engine(opts: AppOptions, prompt: str, fmt: str, loaded: Any, mcp: Any) -> int:
-    engine = build_engine(opts, mcp=mcp)
-    if loaded is not None:
-        for warning in loaded.warnings:
-            sys.stderr.write(f"warning: {warning}\n")
-        engine.resume(loaded)
-    printer = OneShotPrinter(fmt)
-    if fmt == "stream-json":
-        _json_line(
-            {"type": "system", "subtype": "init", "session_id": engine.session_id, "model": engine.config.model,
-             "cwd": str(opts.cwd), "tools": [t.name for t in engine.tools], "permission_mode": opts.permission_mode}
-        )
-    loop = asyncio.get_running_loop()
-    interrupts = 0
-
-    def on_sigint() -> None:
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts > 1 or not engine.abort():
-            raise SystemExit(130)
-
-    try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    except (NotImplementedError, RuntimeError):
-        pass
-    crashed: Terminal | None = None
+async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
+    fmt = inv.output_format
+    out = JsonOut()
+    run = HeadlessRun(inv, engine, mcp, out if fmt == "stream-json" else None)
     inject = None
-    if mcp is not None:  # @server:uri mentions are read and injected before the prompt
-        inject, mention_warnings = await mcp.expand_mentions(prompt)
-        for warning in mention_warnings:
-            sys.stderr.write(f"warning: {warning}\n")
+    text = inv.prompt
+    if mcp is not None:  # before the init event, so that it shows servers a wait has connected
+        try:
+            text, inject = await _mcp_input(mcp, engine, inv.prompt)
+        except Exception as exc:  # noqa: BLE001 - a bad prompt command is one line, exit 1
+            engine.close()
+            sys.stderr.write(f"error: {exc}\n")
+            return EXIT_ERROR
+    if fmt == "stream-json":
+        out(run.init_event())
+    _install_signals(engine)
     try:
-        async for ev in engine.run_turn(prompt, inject_before=inject or None):
-            printer.event(ev)
-    except Exception as exc:  # a bug in a stage must still end with one line and exit 1, not a traceback
-        if os.environ.get("TRACE") == "1":
-            traceback.print_exc()
-        crashed = Terminal("error", 0, f"internal error: {type(exc).__name__}: {exc}")
+        terminal, result = await run.run(text, inject)
     finally:
         engine.close()
-    terminal = crashed or engine.last_terminal or Terminal("error", 0, "no result")
-    if fmt in ("json", "stream-json"):
-        obj = result_object(terminal, engine, printer.last_text)
-        if fmt == "json":
-            sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-        else:
-            _json_line(obj)
-    if terminal.reason == "error":
-        sys.stderr.write(f"error: {terminal.error}\n")
-    elif terminal.reason == "max_turns":
-        sys.stderr.write(f"Stopped: reached the turn limit ({opts.settings.max_turns}); raise it with --max-turns.\n")
-    elif terminal.reason == "aborted":
-        sys.stderr.write("Interrupted\n" if not terminal.error else f"Stopped: {terminal.error}\n")
-    sys.stdout.flush()
-    return EXIT_CODES[terminal.reason]
+    if fmt == "json":
+        out(result)
+    elif fmt == "stream-json":
+        out(result)
+    elif result["subtype"] in ("success", "error_max_tokens"):  # a cut reply's text is still the answer
+        out.closed = not _print_text(result.get("result") or "")
+    if out.closed:
+        return EXIT_BROKEN_PIPE  # the reader went away: quietly, as Unix tools do
+    for line in result.get("errors") or []:
+        if terminal.reason == "max_turns":
+            line = f"{line}; raise it with --max-turns."
+        elif terminal.reason == "aborted" and line.startswith("[Request interrupted"):
+            line = "Interrupted"
+        sys.stderr.write(("" if line == "Interrupted" else "error: ") + line + "\n")
+    if terminal.reason == "aborted" and result["subtype"] != "error_max_budget_usd":
+        return EXIT_INTERRUPTED
+    return EXIT_OK if not result["is_error"] else EXIT_ERROR
 
 
-def run_oneshot(opts: AppOptions, prompt: str, fmt: str, continue_: bool = False, resume: str | None = None) -> int:
-    return asyncio.run(_run(opts, prompt, fmt, continue_, resume))
+async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]]:
+    """MCP's part of the input (issue 18): client hooks; `/server:prompt args` expanded into the prompt's
+    messages (no extra user text); `@server:uri` mentions read and injected before the prompt. An optional
+    `MCP_STARTUP_WAIT_MS` lets the first request wait that long for servers still starting."""
+    from agent.mcp_commands import expand_prompt, parse_prompt_command
+    from agent.mcp_hooks import make_sampling_handler
+    from services.config import env_int
+    from services.mcp.content import expand_mentions
+
+    def notify(text: str) -> None:
+        sys.stderr.write(f"[mcp] {text}\n")
+        sys.stderr.flush()
+
+    mcp.handlers.sample = make_sampling_handler(engine, None, notify)
+    wait_ms = env_int("MCP_STARTUP_WAIT_MS", 0, minimum=0)
+    if wait_ms:
+        await mcp.wait_ready(timeout=wait_ms / 1000)
+        sync = getattr(engine.refresh_tools, "sync", None)
+        if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
+            sync()
+    spill = engine.session_dir / "tool-results"
+    command = parse_prompt_command(mcp, prompt)
+    if command is not None:
+        out = await expand_prompt(mcp, *command, spill_dir=spill, ask=None)
+        text = ""
+    else:
+        out = await expand_mentions(mcp, prompt, spill) if "@" in prompt else None
+        text = prompt
+    for warning in out.warnings if out else []:
+        sys.stderr.write(f"warning: {warning}\n")
+    for notice in out.notices if out else []:
+        notify(notice)
+    return text, (out.messages if out else [])
+
+
+def _print_text(text: str) -> bool:
+    """False when stdout is closed."""
+    try:
+        sys.stdout.write(text + ("\n" if text and not text.endswith("\n") else ""))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+        return False
+    return True
+
+
+def run_oneshot(inv: Any) -> int:
+    return asyncio.run(_run(inv))
+

@@ -10,9 +10,7 @@ and Write show a coloured unified diff. TRACE lines go to stderr elsewhere and n
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -23,16 +21,21 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agent.permission_menu import visible
 from services.events import (
     AssistantEvent,
     NoticeEvent,
+    RetryEvent,
     Terminal,
     TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolEndEvent,
     ToolStartEvent,
 )
+from tools.diff_preview import diff_lines
 
 MAX_DIFF_LINES = 80
+THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
 REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
 
 
@@ -42,33 +45,6 @@ def make_console(file: Any = None, **kwargs: Any) -> Console:
 
 
 # -- labels and diffs ----------------------------------------------------------------------------
-# C0 controls (but newline and tab), DEL and C1 controls: a model- or repo-supplied string holding
-# ESC[2J must show as text, never clear the user's screen.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """`text` with every terminal control character written out (`\\x1b`), so printing it is inert."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def request_display(request: Any) -> str:
-    """The whole target of a permission question, untruncated: issue 15's `display`, else the command
-    or path from the input, else the tool's one-line label."""
-    shown = getattr(request, "display", None)
-    if not shown:
-        inp = getattr(request, "input", None) or {}
-        name = request.tool.name
-        for key in ("command", "file_path", "path", "url", "pattern"):
-            value = inp.get(key) if isinstance(inp, dict) else None
-            if isinstance(value, str) and value:
-                shown = f"{name} {value}"
-                break
-        else:
-            shown = getattr(request, "label", "") or name
-    return visible(str(shown))
-
-
 def tool_label(name: str, input: dict[str, Any], tools: dict[str, Any] | None = None) -> str:
     tool = (tools or {}).get(name)
     if tool is not None:
@@ -82,44 +58,6 @@ def tool_label(name: str, input: dict[str, Any], tools: dict[str, Any] | None = 
             short = value if len(value) <= 80 else value[:79] + "…"
             return f"{name} {short}"
     return name
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def diff_lines(name: str, input: dict[str, Any], cwd: Path | None = None) -> list[str] | None:
-    """A unified diff of what an Edit / Write call would change, or None for other tools."""
-    file_path = input.get("file_path") or input.get("path")
-    if not isinstance(file_path, str):
-        return None
-    path = Path(file_path).expanduser()
-    if not path.is_absolute() and cwd is not None:
-        path = cwd / path
-    if name == "Write" and isinstance(input.get("content"), str):
-        before = _read(path) if path.is_file() else ""
-        after = input["content"]
-        if before is None:
-            before = ""
-    elif name == "Edit" and isinstance(input.get("old_string"), str) and isinstance(input.get("new_string"), str):
-        old, new = input["old_string"], input["new_string"]
-        current = _read(path) if path.is_file() else None
-        if current is not None and old and old in current:
-            before = current
-            after = current.replace(old, new) if input.get("replace_all") else current.replace(old, new, 1)
-        else:
-            before, after = old, new
-    else:
-        return None
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(), after.splitlines(), fromfile=f"a/{file_path}", tofile=f"b/{file_path}", lineterm=""
-        )
-    )
-    return lines or None
 
 
 def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
@@ -136,7 +74,7 @@ def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
             style = "red"
         else:
             style = "dim"
-        out.append(visible(line) + "\n", style=style)
+        out.append(visible(line) + "\n", style=style)  # a path or content may carry ESC sequences
     if len(lines) > limit:
         out.append(f"… {len(lines) - limit} more diff lines\n", style="dim")
     return out
@@ -173,6 +111,7 @@ class Renderer:
     ):
         self.console = console
         self.tools = tools or {}
+        self._progress_base: dict[str, str] = {}  # tool id -> its label before progress was added
         self.cwd = cwd
         # Live regions only on a real terminal (not a pipe, not a dumb one).
         self.live_enabled = console.is_terminal and not console.is_dumb_terminal if live is None else live
@@ -187,12 +126,16 @@ class Renderer:
         self.shown_diffs: set[str] = set()  # fingerprints whose diff was shown in a permission question
         # True while the front end asks the user something: no live region may redraw meanwhile.
         self.asking = False
+        self._thinking_open = False  # a dimmed thinking section is being printed
+        self._thinking_buf = ""
+        self._thinking_shown = self._thinking_hidden = 0
 
     # -- text --------------------------------------------------------------------------------
     def _markdown(self, text: str) -> Markdown:
         return Markdown(text, code_theme="monokai")
 
     def _text_delta(self, delta: str) -> None:
+        self._end_thinking()
         self._stop_tools_live()
         if not self.live_enabled or self.asking:
             self.console.file.write(delta)
@@ -223,8 +166,37 @@ class Renderer:
         self._blocks += 1
         self.console.print(self._markdown(text))
 
+    def _thinking_delta(self, delta: str) -> None:
+        # Thinking is shown dimmed and apart from the answer, collapsed after THINKING_LINES lines
+        # (the rest is counted, not printed: the answer stays in view).
+        if not self._thinking_open:
+            self.end_text()
+            self.console.print(Text("✻ Thinking…", style="dim italic"))
+            self._thinking_open, self._thinking_shown, self._thinking_hidden = True, 0, 0
+        self._thinking_buf += delta
+        *lines, self._thinking_buf = self._thinking_buf.split("\n")
+        for line in lines:
+            self._thinking_line(line)
+
+    def _thinking_line(self, line: str) -> None:
+        if not line.strip():
+            return
+        if self._thinking_shown < THINKING_LINES:
+            self._thinking_shown += 1
+            self.console.print(Text(f"  {line}", style="dim"))
+        else:
+            self._thinking_hidden += 1
+
+    def _end_thinking(self) -> None:
+        if self._thinking_open:
+            self._thinking_line(self._thinking_buf)
+            if self._thinking_hidden:
+                self.console.print(Text(f"  … {self._thinking_hidden} more lines of thinking", style="dim italic"))
+        self._thinking_open, self._thinking_buf = False, ""
+
     def end_text(self) -> None:
         """The streamed reply is complete: print what is left for good, once."""
+        self._end_thinking()
         if self._text_live is not None:
             self._text_live.update(Text(""), refresh=True)
             self._text_live.stop()
@@ -233,6 +205,7 @@ class Renderer:
             self._print_block(self._buffer)
         self._buffer = ""
         self._blocks = 0
+        self._last_refresh = 0.0  # the next reply's first words show at once, not after the throttle
         if self._printed_plain:
             self.console.file.write("\n")
             self.console.file.flush()
@@ -274,7 +247,9 @@ class Renderer:
         self.end_text()
         label = visible(tool_label(ev.name, ev.input, self.tools))
         self._running[ev.id] = label
-        lines = diff_lines(ev.name, ev.input, self.cwd)
+        # The diff was taken before the tool ran (orchestration puts it on the start event): by the time this
+        # event is drawn the file may already be written.
+        lines = ev.diff if ev.diff is not None else diff_lines(ev.name, ev.input, self.cwd)
         if lines is not None:
             self._pending_diffs[ev.id] = lines
             self._pending_diffs[ev.id + "#fp"] = [_fingerprint(ev.name, ev.input)]
@@ -283,24 +258,40 @@ class Renderer:
         else:
             self._refresh_tools_live()
 
+    def progress(self, tool_id: str, text: str) -> None:
+        """A running tool's progress (MCP progress notifications), shown on its line."""
+        if tool_id not in self._running:
+            return
+        base = self._progress_base.setdefault(tool_id, self._running[tool_id])
+        self._running[tool_id] = f"{base} · {text}"
+        if not self.live_enabled:
+            self.console.print(Text(f"… {base} · {text}", style="dim"))
+        else:
+            self._refresh_tools_live()
+
     def _tool_end(self, ev: ToolEndEvent) -> None:
-        label = self._running.pop(ev.id, None) or ev.name
+        label = self._progress_base.pop(ev.id, None) or self._running.pop(ev.id, None) or ev.name
+        self._running.pop(ev.id, None)
         diff = self._pending_diffs.pop(ev.id, None)
         fp = (self._pending_diffs.pop(ev.id + "#fp", None) or [""])[0]
         if ev.ok:
             line = Text("● ", style="green")
-            line.append(label, style="bold")
+            line.append(visible(label), style="bold")
             if ev.summary:
                 line.append(f" ({visible(ev.summary)})", style="dim")
             self.console.print(line)
             if diff and fp not in self.shown_diffs:
                 self.console.print(diff_text(diff))
+            elif ev.name in OUTPUT_SHOWN and ev.preview:
+                self.console.print(output_preview(ev.preview, ev.lines))
         else:
             first = (ev.error or ev.summary or "failed").strip().splitlines()
             line = Text("✗ ", style="red")
-            line.append(label, style="bold red")
+            line.append(visible(label), style="bold red")
             line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
             self.console.print(line)
+            if ev.name in OUTPUT_SHOWN and ev.lines > 1:
+                self.console.print(output_preview(ev.preview, ev.lines, style="red"))
         self.shown_diffs.discard(fp)
         self._refresh_tools_live()
 
@@ -309,9 +300,30 @@ class Renderer:
         self.pause()
         self.console.print(Text(text, style=style))
 
+    def discard_text(self) -> None:
+        """A retried model call: the partial reply still in the live region is dropped, not printed."""
+        if self._text_live is not None:
+            self._text_live.update(Text(""), refresh=True)
+            self._text_live.stop()
+            self._text_live = None
+        self._buffer = ""
+        if self._blocks or self._printed_plain:
+            # Paragraphs already printed for good cannot be taken back: say they are void.
+            if self._printed_plain:
+                self.console.file.write("\n")
+                self.console.file.flush()
+            self.console.print(Text("↻ the reply above was cut off; it is asked for again", style="dim"))
+        self._blocks = 0
+        self._printed_plain = False
+        self._last_refresh = 0.0
+
     def event(self, ev: Any) -> None:
         if isinstance(ev, TextDeltaEvent):
             self._text_delta(ev.text)
+        elif isinstance(ev, ThinkingDeltaEvent):
+            self._thinking_delta(ev.text)
+        elif isinstance(ev, RetryEvent):
+            self.discard_text()
         elif isinstance(ev, AssistantEvent):
             self.end_text()
         elif isinstance(ev, ToolStartEvent):
@@ -334,25 +346,77 @@ class Renderer:
         elif ev.reason == "error":
             first = (ev.error or "error").strip().splitlines()
             self.console.print(Text(f"Error: {first[0] if first else 'error'}", style="bold red"))
+        elif ev.reason in ("refusal", "context_window_exceeded"):
+            self.console.print(Text(ev.error, style="bold red"))
+        elif ev.reason == "max_tokens":
+            self.console.print(Text(ev.error, style="yellow"))
         elif ev.reason == "max_turns":
             self.console.print(
                 Text(f"Stopped: reached the turn limit ({ev.turns} model calls).", style="yellow")
             )
 
     def close(self) -> None:
+        self._end_thinking()
         self.end_text()
         self._running.clear()
         self._stop_tools_live()
 
     def permission_question(self, tool_name: str, label: str, input: dict[str, Any], reason: str = "") -> None:
-        """Print the question's body: the tool, its target and, for Edit/Write, the diff."""
+        """Print the question's body: the tool, its whole target (escapes made visible, never cut; the working
+        directory when a command runs elsewhere) and, for Edit/Write, the diff."""
         self.pause()
         self.asking = True
-        self.console.print(Text(f"Permission: {visible(tool_name)}", style="bold yellow"))
-        self.console.print(Text(f"  {visible(label)}"))
+        self.console.print(Text(f"Permission: {tool_name}", style="bold yellow"))
+        command = input.get("command") if tool_name == "Bash" else None
+        if isinstance(command, str):
+            for row in visible(command).splitlines() or [""]:
+                self.console.print(Text(f"  {row}"), soft_wrap=False, overflow="fold")
+            if isinstance(input.get("description"), str):
+                self.console.print(Text(f"  {visible(input['description'])}", style="dim"))
+        else:
+            self.console.print(Text(f"  {visible(label)}"), overflow="fold")
         if reason:
-            self.console.print(Text(f"  {visible(reason)}", style="dim"))
+            self.console.print(Text(f"  {reason}", style="dim"))
         lines = diff_lines(tool_name, input, self.cwd)
         if lines:
             self.console.print(diff_text(lines))
             self.shown_diffs.add(_fingerprint(tool_name, input))
+
+
+OUTPUT_SHOWN = ("Bash", "TaskOutput")  # tools whose output the REPL shows under the call (first lines)
+OUTPUT_LINES = 4
+
+
+def output_preview(preview: str, total: int, style: str = "dim") -> Text:
+    """The first lines of a result, indented, and `… +N lines` for the rest (Claude Code's style)."""
+    rows = preview.splitlines()[:OUTPUT_LINES]
+    text = Text()
+    for i, row in enumerate(rows):
+        text.append(("  ⎿  " if i == 0 else "     ") + visible(row[:200]) + "\n", style=style)
+    if total > len(rows):
+        text.append(f"     … +{total - len(rows)} lines\n", style="dim")
+    text.rstrip()
+    return text
+
+
+def past_lines(messages: list[Any]) -> list[tuple[str, str]]:
+    """(style, text) lines that retell a conversation compactly: prompts, first lines of answers, tool calls."""
+    out: list[tuple[str, str]] = []
+    for m in messages:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        if m.get("role") == "user":
+            if m.get("meta"):
+                continue  # injected context (mentions, hooks, notifications), not the user's words
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    first = b["text"].strip().splitlines()[0]
+                    out.append(("bold", f"> {first[:200]}"))
+        elif m.get("role") == "assistant":
+            for b in blocks:
+                if b.get("type") == "text" and b.get("text", "").strip():
+                    lines = b["text"].strip().splitlines()
+                    out.append(("", lines[0][:200] + (" …" if len(lines) > 1 else "")))
+                elif b.get("type") == "tool_use":
+                    out.append(("dim", f"● {tool_label(b.get('name', ''), b.get('input') or {})}"))
+    return out

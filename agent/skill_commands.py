@@ -12,7 +12,9 @@ from services.skills import RESERVED_COMMANDS, Skill, format_skill_injection
 
 
 def skill_turn(skill: Skill, args: str | None) -> CommandResult:
-    injected = user_message(format_skill_injection(skill, None), meta={"skill": skill.name})
+    # The arguments also ride in the injected skill (`Arguments: ...`), as react-agent-mini and Claude Code do:
+    # the skill's instructions can then refer to them.
+    injected = user_message(format_skill_injection(skill, args), meta={"skill": skill.name})
     text = args.strip() if args and args.strip() else ""
     return CommandResult(run_turn=(text, [injected]))
 

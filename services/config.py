@@ -1,4 +1,4 @@
-"""Settings read from the environment (and a `.env` in the working directory), and where state lives.
+"""Settings read from the environment (and a trusted folder's `.env`), and where state lives.
 
 Every variable the agent reads is listed in `.env.example`. A malformed value is a `ConfigError` that
 names the variable, never a traceback.
@@ -9,33 +9,85 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections import ChainMap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 DEFAULT_MAX_TURNS = 100
-DEFAULT_MAX_TOKENS = 16384
+# 0: the model's default from the catalog (services/models.py), resolved per request, so that
+# `--model` and `/model` get their own model's output room.
+DEFAULT_MAX_TOKENS = 0
 
 
 class ConfigError(Exception):
     """A configuration value is unusable; the message names where it came from and the field."""
 
 
-def load_dotenv_file(cwd: Path) -> None:
-    """Load `<cwd>/.env` for the agent's own settings, never overriding what is already set."""
+# The agent's own variables: the only names a project `.env` may set (kept equal to .env.example by a test).
+AGENT_VARIABLES = (
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "MAX_TOKENS",
+    "MAX_TURNS", "API_MAX_RETRIES", "API_TIMEOUT_MS", "QUERY_MOCK", "AGENT_HOME", "TRACE", "ALLOW_WRITE",
+    "COMPACT", "COMPACT_THRESHOLD_CHARS", "COMPACT_MAX_TOOL_RESULT_CHARS", "COMPACT_MAX_TURN_TOOL_RESULT_CHARS",
+    "COMPACT_MICRO_KEEP_RECENT", "COMPACT_MICRO_MIN_CHARS", "COMPACT_MICRO_LOW_WATER_PERCENT",
+    "COMPACT_MAX_MESSAGES", "AUTOCOMPACT", "AUTOCOMPACT_PERCENT", "CONTEXT_WINDOW_TOKENS", "HOOKS", "MCP_CONFIG",
+    "MCP_CONNECT_TIMEOUT_MS", "MCP_CALL_TIMEOUT_MS", "MCP_TIMEOUT", "MCP_TOOL_TIMEOUT", "MCP_STARTUP_WAIT_MS",
+    "AGENT_ECHO_TOOL", "AGENT_MAX_DEPTH",
+    "WEBFETCH_ALLOW_PRIVATE", "WEB_SEARCH_ADAPTER", "BRAVE_API_KEY", "TAVILY_API_KEY", "SPILL_MAX_AGE_DAYS",
+    "MAX_THINKING_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "AGENT_SERVER_TOOLS",
+)
+# Never taken from a project file, even a trusted one: where state lives is the user's choice.
+_NOT_FROM_DOTENV = ("AGENT_HOME",)
+
+# `.env` values in effect for this process (trusted folders only). They are settings, not environment:
+# never written to os.environ, so no child process (Bash, hooks, MCP servers) ever sees them.
+_dotenv: dict[str, str] = {}
+
+
+def read_dotenv(cwd: Path) -> dict[str, str]:
+    """The agent's own variables from `<cwd>/.env` (other names are dropped); {} when there is none."""
     path = cwd / ".env"
     if not path.is_file():
-        return
+        return {}
     try:
-        from dotenv import load_dotenv
+        from dotenv import dotenv_values
 
-        load_dotenv(path, override=False)
+        values = dotenv_values(path)
     except Exception as exc:  # a broken .env must not stop the agent
         raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    return {k: v for k, v in values.items()
+            if k in AGENT_VARIABLES and k not in _NOT_FROM_DOTENV and isinstance(v, str)}
+
+
+def use_dotenv(values: dict[str, str]) -> None:
+    """Make `.env` values visible to `getenv` (below the real environment, which always wins)."""
+    _dotenv.clear()
+    _dotenv.update(values)
+
+
+def getenv(name: str, default: str | None = None) -> str | None:
+    """An agent setting: the real environment first, then a trusted folder's `.env`."""
+    value = os.environ.get(name)
+    if value is None:
+        value = _dotenv.get(name)
+    return default if value is None else value
+
+
+def agent_environ() -> Mapping[str, str]:
+    """The real environment with a trusted `.env` under it, as a read-only mapping for `environ=` params."""
+    return ChainMap(os.environ, _dotenv)  # type: ignore[arg-type]
+
+
+def client_options() -> dict[str, str]:
+    """SDK client arguments for credentials and endpoint that came from `.env` (the SDK reads the
+    real environment itself; `.env` values are passed explicitly because they are never exported)."""
+    names = {"ANTHROPIC_API_KEY": "api_key", "ANTHROPIC_AUTH_TOKEN": "auth_token", "ANTHROPIC_BASE_URL": "base_url"}
+    return {arg: _dotenv[var] for var, arg in names.items() if var not in os.environ and _dotenv.get(var)}
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    raw = os.environ.get(name)
+    raw = getenv(name)
     if raw is None or raw.strip() == "":
         return default
     try:
@@ -48,7 +100,7 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
 
 
 def env_flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
+    raw = getenv(name)
     if raw is None or raw == "":
         return default
     return raw.strip() not in ("0", "false", "False", "no", "off")
@@ -82,16 +134,23 @@ class Settings:
     max_turns: int = DEFAULT_MAX_TURNS
     max_tokens: int = DEFAULT_MAX_TOKENS
     mock: bool = False
+    effort: str | None = None  # --effort (Claude Code's flag): low | medium | high | xhigh | max
+    thinking_mode: str | None = None  # --thinking adaptive | enabled | disabled
+    max_thinking_tokens: int | None = None  # --max-thinking-tokens (beats MAX_THINKING_TOKENS)
 
     @classmethod
     def from_env(cls) -> Settings:
+        from services.models import resolve_model
+
+        # Claude Code's name for the output limit; checked here so a bad value names the variable.
+        env_int("CLAUDE_CODE_MAX_OUTPUT_TOKENS", 0, minimum=1)
         return cls(
-            model=os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL,
+            model=resolve_model(getenv("ANTHROPIC_MODEL") or DEFAULT_MODEL),
             max_turns=env_int("MAX_TURNS", DEFAULT_MAX_TURNS, minimum=1),
             max_tokens=env_int("MAX_TOKENS", DEFAULT_MAX_TOKENS, minimum=1),
-            mock=os.environ.get("QUERY_MOCK") == "1",
+            mock=getenv("QUERY_MOCK") == "1",
         )
 
 
 def has_credentials() -> bool:
-    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+    return bool(getenv("ANTHROPIC_API_KEY") or getenv("ANTHROPIC_AUTH_TOKEN"))

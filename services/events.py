@@ -7,12 +7,39 @@ from typing import Any, Literal
 
 from services.messages import Message
 
-TerminalReason = Literal["completed", "max_turns", "aborted", "error"]
+TerminalReason = Literal[
+    "completed", "max_turns", "aborted", "error", "refusal", "max_tokens", "context_window_exceeded"
+]
+
 
 
 @dataclass
 class TextDeltaEvent:
     text: str
+
+
+@dataclass
+class ThinkingDeltaEvent:
+    """Thinking text as it streams: shown dimmed in the REPL, omitted from text output."""
+
+    text: str
+
+
+@dataclass
+class RetryEvent:
+    """The model call is being made again: text streamed since the last AssistantEvent belongs to a
+    discarded attempt, and front ends that showed it clear it (or never showed it)."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass
+class StreamEvent:
+    """A raw API stream event, passed through for front ends that show them (stream-json)."""
+
+    event: dict[str, Any]
 
 
 @dataclass
@@ -25,6 +52,8 @@ class ToolStartEvent:
     id: str
     name: str
     input: dict[str, Any]
+    # Edit/Write: the unified diff of the change, taken before the tool ran (None for other tools).
+    diff: list[str] | None = None
 
 
 @dataclass
@@ -35,6 +64,10 @@ class ToolEndEvent:
     summary: str = ""
     duration: float = 0.0
     error: str = ""
+    # The first lines of the result, for front ends that show them (the REPL's Bash output), and how many
+    # lines the whole result has.
+    preview: str = ""
+    lines: int = 0
 
 
 @dataclass
@@ -79,10 +112,14 @@ class Terminal:
     reason: TerminalReason
     turns: int
     error: str = ""
+    stop_reason: str | None = None  # the last response's stop_reason, when there was one
 
 
 Event = (
     TextDeltaEvent
+    | ThinkingDeltaEvent
+    | RetryEvent
+    | StreamEvent
     | AssistantEvent
     | ToolStartEvent
     | ToolEndEvent

@@ -121,7 +121,8 @@ def tool_results(message: Message) -> list[ToolResultBlock]:
 
 
 def message_text(message: Message) -> str:
-    return "".join(b["text"] for b in message["content"] if b.get("type") == "text")  # type: ignore[typeddict-item]
+    """The message's text blocks, a blank line between blocks (two blocks are two paragraphs)."""
+    return "\n\n".join(b["text"] for b in message["content"] if b.get("type") == "text" and b.get("text"))  # type: ignore[typeddict-item]
 
 
 def is_user_text_message(message: Message) -> bool:
@@ -182,3 +183,138 @@ def to_api(messages: list[Message]) -> list[dict[str, Any]]:
             m = {k: v for k, v in m.items() if k not in LOCAL_KEYS}  # type: ignore[assignment]
         out.append(m)
     return out
+
+
+# -- hostile or damaged histories (issue 21) ------------------------------------------------------
+
+# A tool input nested deeper than this is refused before anything recurses over it (validation, JSON
+# encoding, the transcript); the model never needs more than a few levels.
+MAX_INPUT_DEPTH = 64
+LOST_MESSAGES_NOTE = "[Earlier messages of this session were lost.]"
+REPAIRED_RESULT_MESSAGE = "Interrupted: the session ended before this tool finished."
+
+
+def nesting_depth(value: Any, limit: int = MAX_INPUT_DEPTH) -> int:
+    """Depth of nested lists/dicts, counted without recursion; stops counting past `limit`."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d)
+            if deepest > limit:
+                return deepest
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
+def _unique_id(tid: str, seen: set[str]) -> str:
+    n = 2
+    while f"{tid}_{n}" in seen:
+        n += 1
+    return f"{tid}_{n}"
+
+
+def sanitize_assistant(message: Message, seen_ids: set[str]) -> Message:
+    """The assistant message as the loop keeps it: a tool_use id already used (in this message or the
+    history, `seen_ids`, which is updated) gets a `_2`, `_3`... suffix so every output keeps its own
+    result; an input nested past MAX_INPUT_DEPTH is replaced by an invalid-input marker the loop answers
+    with an error. Returns the same object when nothing changed."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return message
+    out: list[Any] = []
+    changed = False
+    for b in content:
+        if isinstance(b, dict) and b.get("type") == "tool_use":
+            tid = b.get("id") if isinstance(b.get("id"), str) else "toolu_missing"
+            if tid in seen_ids:
+                b, changed = {**b, "id": _unique_id(tid, seen_ids)}, True
+            if nesting_depth(b.get("input")) > MAX_INPUT_DEPTH:
+                why = f"the input is nested deeper than {MAX_INPUT_DEPTH} levels"
+                b, changed = {**b, "input": {INVALID_INPUT_KEY: why}}, True
+            seen_ids.add(b["id"])
+        out.append(b)
+    return {**message, "content": out} if changed else message  # type: ignore[return-value]
+
+
+def normalize_history(messages: list[Message]) -> tuple[list[Message], list[str]]:
+    """A history the API accepts, from any sequence of well-shaped messages, and what was done to it.
+
+    Both directions of the pairing: a tool_result that answers nothing is dropped; a tool_use without
+    a result gets an interrupted one; results come first, in the order of their tool_use blocks.
+    Duplicate tool_use ids are renamed as `sanitize_assistant` does live (results are matched to the
+    calls in order, so each output is kept); two assistant messages in a row are joined; an empty
+    message is dropped; a history that starts with the assistant gets a note before it.
+    """
+    out: list[Message] = []
+    actions: list[str] = []
+    seen: set[str] = set()
+    # (original id, kept id) of the last assistant message's calls that still await their results
+    pending: list[tuple[str, str]] = []
+
+    def close_pending() -> None:
+        nonlocal pending
+        if pending:
+            out.append(user_message([tool_result_block(new, REPAIRED_RESULT_MESSAGE, is_error=True)
+                                     for _, new in pending]))
+            actions.append("synthesised interrupted results for " + ", ".join(new for _, new in pending))
+            pending = []
+
+    for m in messages:
+        if m["role"] == "assistant":
+            close_pending()
+            before = {b.get("id") for b in m["content"] if b.get("type") == "tool_use"}
+            fixed = sanitize_assistant(m, seen)
+            uses = [b for b in fixed["content"] if b.get("type") == "tool_use"]
+            orig = [b.get("id") for b in m["content"] if b.get("type") == "tool_use"]
+            renamed = [f"{o} -> {u['id']}" for o, u in zip(orig, uses, strict=True) if o != u["id"]]
+            if renamed:
+                actions.append("renamed duplicate tool_use ids " + ", ".join(renamed))
+            if fixed is not m and not renamed and before:
+                actions.append("replaced an over-deep tool input")
+            if out and out[-1]["role"] == "assistant":
+                out[-1] = {**out[-1], "content": [*out[-1]["content"], *fixed["content"]]}  # type: ignore[typeddict-item]
+                actions.append("joined two assistant messages in a row")
+            else:
+                out.append(fixed)
+            pending = [(o, u["id"]) for o, u in zip(orig, uses, strict=True)]
+            continue
+        results = [b for b in m["content"] if b.get("type") == "tool_result"]
+        others = [b for b in m["content"] if b.get("type") != "tool_result"]
+        if pending or results:
+            waiting = list(pending)
+            answered: dict[str, Any] = {}
+            dropped: list[str] = []
+            for r in results:
+                rid = r.get("tool_use_id")
+                match = next((p for p in waiting if p[0] == rid or p[1] == rid), None)
+                if match is None:
+                    dropped.append(str(rid))
+                    continue
+                waiting.remove(match)
+                answered[match[1]] = r if r.get("tool_use_id") == match[1] else {**r, "tool_use_id": match[1]}
+            if dropped:
+                actions.append("dropped tool_results that answer no call: " + ", ".join(dropped))
+            missing = [new for _, new in pending if new not in answered]
+            if missing:
+                actions.append("synthesised interrupted results for " + ", ".join(missing))
+            ordered = [answered.get(new) or tool_result_block(new, REPAIRED_RESULT_MESSAGE, is_error=True)
+                       for _, new in pending]
+            if [r.get("tool_use_id") for r in results] != [r["tool_use_id"] for r in ordered] and not (
+                dropped or missing
+            ):
+                actions.append("put tool_results in the order of their calls")
+            content = [*ordered, *others]
+            pending = []
+        else:
+            content = list(m["content"])
+        if not content:
+            actions.append("dropped an empty user message")
+            continue
+        out.append(m if content == m["content"] else {**m, "content": content})  # type: ignore[typeddict-item]
+    close_pending()
+    if out and out[0]["role"] != "user":
+        out.insert(0, user_message(LOST_MESSAGES_NOTE))
+        actions.append("added a note before a history that began with the assistant")
+    return out, actions

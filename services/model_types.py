@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.messages import Message
+from services.scrub import scrub
 
 
 @dataclass
@@ -21,6 +22,19 @@ class ModelRequest:
     tools: list[dict[str, Any]]
     model: str
     max_tokens: int
+    # Extended thinking (`{"type": "enabled", "budget_tokens": N}` or `{"type": "adaptive"}`) and
+    # `output_config` (`{"effort": ...}`), sent as given when set (services/thinking.py builds them).
+    thinking: dict[str, Any] | None = None
+    output_config: dict[str, Any] | None = None
+    # Also yield every raw API stream event (`RawStreamEvent`): stream-json's --include-partial-messages.
+    raw_events: bool = False
+
+
+@dataclass
+class RawStreamEvent:
+    """One server-sent event of the Messages API, as JSON (message_start, content_block_delta, ...)."""
+
+    event: dict[str, Any]
 
 
 @dataclass
@@ -29,7 +43,16 @@ class TextDelta:
 
 
 @dataclass
+class ThinkingDelta:
+    """Thinking text as it streams (shown dimmed by the REPL; never part of the answer text)."""
+
+    text: str
+
+
+@dataclass
 class Retrying:
+    """The provider will try again: whatever it streamed before belongs to a discarded attempt."""
+
     attempt: int
     delay: float
     reason: str
@@ -40,16 +63,20 @@ class ModelResponse:
     message: Message
     stop_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    # stop_reason max_tokens inside a tool call: the half-written call was removed from `message`.
+    cut_tool_use: bool = False
+    # The API's explanation of the stop, when it sends one (a refusal's category and explanation).
+    stop_details: dict[str, Any] | None = None
 
 
 class ModelError(Exception):
     """The model call failed for good; `str(err)` is a one-line message for the user."""
 
     def __init__(self, message: str, *, status: int | None = None, kind: str | None = None):
-        super().__init__(message)
+        super().__init__(scrub(message))
         self.status = status
         self.kind = kind
 
 
-ModelEvent = TextDelta | Retrying | ModelResponse
+ModelEvent = TextDelta | ThinkingDelta | Retrying | ModelResponse | RawStreamEvent
 CallModel = Callable[[ModelRequest], AsyncIterator[ModelEvent]]

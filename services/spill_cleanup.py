@@ -7,12 +7,11 @@ session directory when the transcript is gone. Default 30 days, `SPILL_MAX_AGE_D
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
 
-from services.config import agent_home
+from services.config import agent_home, getenv
 from services.trace import trace
 
 DEFAULT_SPILL_MAX_AGE_DAYS = 30
@@ -20,7 +19,7 @@ SPILL_DIRNAME = "tool-results"
 
 
 def max_age_days_from_env() -> float:
-    raw = os.environ.get("SPILL_MAX_AGE_DAYS", "").strip()
+    raw = (getenv("SPILL_MAX_AGE_DAYS") or "").strip()
     if not raw:
         return DEFAULT_SPILL_MAX_AGE_DAYS
     try:

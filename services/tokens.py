@@ -1,6 +1,7 @@
 """Token accounting: a rough estimate, the canonical usage-anchored count, and an optional exact count.
 
-- `estimate_tokens(messages)`: characters / 4 rounded up; images and documents count 2000 tokens each
+- `estimate_tokens(messages)`: units / 4 rounded up, where a unit is an ASCII character and a
+  non-ASCII one weighs more by script (`text_units`: CJK 4, Cyrillic 1.9, emoji 5); images and documents count 2000 tokens each
   (never their base64 size); the content of a JSON file read by Read counts characters / 2.
 - `token_count_with_estimation(history)`: the last assistant message's real usage plus the estimate of
   every message after it, anchored at the first record of a response split into several records.
@@ -15,6 +16,35 @@ from typing import Any
 
 from services.messages import Message
 
+# Units per character by script class (4 units ~ 1 token), measured with Anthropic's published tokenizer
+# on bench/data/token_calibration.json (bench/context_economy.py prints the error per sample):
+# ASCII ~4 characters a token; 2-byte scripts (Cyrillic, Greek, accented Latin) ~2; 3-byte ones (CJK,
+# kana, Hangul) ~1; 4-byte ones (emoji) ~0.8. Plain characters/4 undercounted CJK about fourfold.
+UNITS_2_BYTE = 1.9
+UNITS_3_BYTE = 4.0
+UNITS_4_BYTE = 5.0
+
+
+def text_units(text: str) -> int:
+    """Size of `text` in units (4 units ~ 1 token): its length when ASCII, weighted by script otherwise.
+
+    The classes come from three C-speed encodes (no per-character Python loop, which would cost more
+    than the request's json.dumps): UTF-8 and UTF-16 lengths and the ASCII count give the number of
+    1-, 2-, 3- and 4-byte characters."""
+    if text.isascii():
+        return len(text)
+    n = len(text)
+    u8 = len(text.encode("utf-8", errors="surrogatepass"))
+    u16 = len(text.encode("utf-16-le", errors="surrogatepass"))
+    a = len(text.encode("ascii", errors="ignore"))
+    d = (u16 - 2 * n) // 2  # astral characters: 4 bytes in UTF-16
+    rest = u8 - a - 4 * d  # bytes of the 2- and 3-byte characters
+    bc = n - a - d  # how many of them
+    c = rest - 2 * bc  # each 3-byte character has one byte more than a 2-byte one
+    b = bc - c
+    return a + int(UNITS_2_BYTE * b + UNITS_3_BYTE * c + UNITS_4_BYTE * d + 0.5)
+
+
 IMAGE_TOKENS = 2000
 CHARS_PER_TOKEN = 4
 JSON_CHARS_PER_TOKEN = 2
@@ -25,7 +55,7 @@ READ_TOOL = "Read"
 def _content_chars(content: Any) -> tuple[int, int]:
     """(characters, fixed-cost blocks) of a tool_result content."""
     if isinstance(content, str):
-        return len(content), 0
+        return text_units(content), 0
     chars = fixed = 0
     if isinstance(content, list):
         for b in content:
@@ -33,7 +63,7 @@ def _content_chars(content: Any) -> tuple[int, int]:
                 continue
             t = b.get("type")
             if t == "text":
-                chars += len(b.get("text", ""))
+                chars += text_units(b.get("text", ""))
             elif t in ("image", "document"):
                 fixed += 1
             else:
@@ -63,9 +93,9 @@ def estimate_tokens(messages: list[Message], json_read_ids: set[str] | None = No
         for b in m.get("content", []):
             t = b.get("type")
             if t == "text":
-                chars += len(b["text"])  # type: ignore[typeddict-item]
+                chars += text_units(b["text"])  # type: ignore[typeddict-item]
             elif t == "tool_use":
-                chars += len(b["name"]) + len(json.dumps(b["input"], ensure_ascii=False))  # type: ignore[typeddict-item]
+                chars += len(b["name"]) + text_units(json.dumps(b["input"], ensure_ascii=False))  # type: ignore[typeddict-item]
             elif t == "tool_result":
                 c, f = _content_chars(b["content"])  # type: ignore[typeddict-item]
                 fixed += f
@@ -76,7 +106,7 @@ def estimate_tokens(messages: list[Message], json_read_ids: set[str] | None = No
             elif t in ("image", "document"):
                 fixed += 1
             elif t == "thinking":
-                chars += len(b.get("thinking", ""))  # type: ignore[call-overload]
+                chars += text_units(b.get("thinking", ""))  # type: ignore[call-overload]
             elif t == "redacted_thinking":
                 chars += len(b.get("data", ""))  # type: ignore[call-overload]
             else:

@@ -5,7 +5,6 @@ One helper for every call site, so the format stays uniform and secrets are scru
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
@@ -13,7 +12,9 @@ _SECRET_KEYS = re.compile(r"(key|token|authorization|secret|password)", re.I)
 
 
 def enabled() -> bool:
-    return os.environ.get("TRACE") == "1"
+    from services.config import getenv
+
+    return getenv("TRACE") == "1"
 
 
 def _fmt(value: object) -> str:

@@ -15,6 +15,9 @@ from tests.fake_anthropic import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_KEY = "test-key-sk-ant-0123456789secret"
+# Every outbound request of every test (in-process and CLI subprocesses, which inherit the environment)
+# is checked: an invalid request raises instead of being repaired (services/request_check.py).
+os.environ.setdefault("AGENT_STRICT_REQUESTS", "1")
 
 
 @pytest.fixture

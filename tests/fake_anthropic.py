@@ -9,7 +9,11 @@ usage) and `message_stop`.
 
 Steps: `text(...)`, `reply(...)` (text and tool_use blocks), `http_error(status, ...)`,
 `stream_error(...)` (an `error` event after HTTP 200), `stall(...)`, `drop(...)` (the connection is
-cut mid-stream). POST /v1/messages/count_tokens answers without consuming a step. A request that finds
+cut mid-stream), `json_reply(...)` (a JSON body, not SSE, answering the stream request). Besides text
+and tool_use, a reply can hold the rest of the protocol's blocks: `thinking_block` (thinking_delta then
+signature_delta), `redacted_thinking_block`, `server_tool_block` (server_tool_use, input streamed as
+input_json_delta), `whole_block` (e.g. web_search_tool_result, sent complete in content_block_start),
+and text with `citations` (each a citations_delta after the text). `stop_reason=` sets any stop reason. POST /v1/messages/count_tokens answers without consuming a step. A request that finds
 no step left is answered 500 and recorded as unexpected; `check()` (run by the fixture at teardown)
 fails on unexpected requests and on unconsumed steps.
 """
@@ -42,15 +46,36 @@ def _fragments(text: str, size: int) -> list[str]:
 
 @dataclass
 class Block:
-    kind: str  # "text" | "tool_use"
+    kind: str  # "text" | "tool_use" | "server_tool_use" | "thinking" | "redacted_thinking" | "whole"
     text: str = ""
     id: str = ""
     name: str = ""
     raw_json: str = ""
+    signature: str = ""
+    citations: list[dict[str, Any]] = field(default_factory=list)
+    payload: dict[str, Any] = field(default_factory=dict)  # "whole" blocks and redacted_thinking
 
 
-def text_block(text: str) -> Block:
-    return Block("text", text=text)
+def text_block(text: str, citations: list[dict[str, Any]] | None = None) -> Block:
+    return Block("text", text=text, citations=list(citations or []))
+
+
+def thinking_block(thinking: str, signature: str = "sig-fake-0001") -> Block:
+    return Block("thinking", text=thinking, signature=signature)
+
+
+def redacted_thinking_block(data: str) -> Block:
+    return Block("redacted_thinking", payload={"type": "redacted_thinking", "data": data})
+
+
+def server_tool_block(name: str, input: dict[str, Any], id: str | None = None) -> Block:
+    return Block("server_tool_use", id=id or f"srvtoolu_fake_{next(_ids):04d}", name=name,
+                 raw_json=json.dumps(input))
+
+
+def whole_block(payload: dict[str, Any]) -> Block:
+    """A block the API sends complete in content_block_start (web_search_tool_result, ...)."""
+    return Block("whole", payload=payload)
 
 
 def tool_block(name: str, input: dict[str, Any] | None = None, id: str | None = None, raw_json: str | None = None) -> Block:
@@ -70,6 +95,7 @@ class Step:
     usage: dict[str, int] = field(default_factory=dict)
     output_tokens: int = 7
     stop_reason: str | None = None
+    stop_details: dict[str, Any] | None = None  # sent in message_delta beside stop_reason
     fragment: int = 4
     # Faults inside a stream.
     error_type: str | None = None  # an `error` event instead of the blocks (after message_start)
@@ -176,6 +202,11 @@ class FakeAnthropic:
         blocks = [text_block(p) if isinstance(p, str) else p for p in parts] or [text_block("late")]
         return self.add(Step("stream", blocks=blocks, stall=seconds, stall_after_start=after_start))
 
+    def json_reply(self, message: dict[str, Any] | None = None, raw: bytes | None = None,
+                   status: int = 200) -> Step:
+        """Answer the streaming request with a JSON body (a gateway that ignores `stream`)."""
+        return self.add(Step("json", status=status, body=raw if raw is not None else message))
+
     def drop(self, *parts: str | Block, in_block: int | None = None, clean_eof: bool = False) -> Step:
         """Stream the blocks and cut the connection half-way through block `in_block` (default: last).
 
@@ -217,6 +248,17 @@ class FakeAnthropic:
             return
         if step.kind == "http_error":
             self._json(h, step.status, step.body, step.headers)
+            return
+        if step.kind == "json":
+            if isinstance(step.body, bytes):
+                h.send_response(step.status)
+                h.send_header("content-type", "application/json")
+                h.send_header("content-length", str(len(step.body)))
+                h.end_headers()
+                h.wfile.write(step.body)
+                h.wfile.flush()
+            else:
+                self._json(h, step.status, step.body)
             return
         self._stream(h, step, rec)
 
@@ -291,7 +333,19 @@ class FakeAnthropic:
             for index, block in enumerate(step.blocks):
                 if step.error_type is not None and index >= step.error_after_blocks:
                     break
-                if block.kind == "text":
+                if block.kind in ("whole", "redacted_thinking"):
+                    send("content_block_start", {"type": "content_block_start", "index": index,
+                                                 "content_block": block.payload})
+                elif block.kind == "thinking":
+                    send("content_block_start", {"type": "content_block_start", "index": index,
+                                                 "content_block": {"type": "thinking", "thinking": "",
+                                                                   "signature": ""}})
+                    for piece in _fragments(block.text, step.fragment):
+                        send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                     "delta": {"type": "thinking_delta", "thinking": piece}})
+                    send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                 "delta": {"type": "signature_delta", "signature": block.signature}})
+                elif block.kind == "text":
                     send("content_block_start", {"type": "content_block_start", "index": index,
                                                  "content_block": {"type": "text", "text": ""}})
                     pieces = _fragments(block.text, step.fragment)
@@ -305,9 +359,12 @@ class FakeAnthropic:
                             gated = True
                             if not step.gate.wait(step.gate_timeout):
                                 self.gate_timed_out = True
+                    for citation in block.citations:
+                        send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                     "delta": {"type": "citations_delta", "citation": citation}})
                 else:
                     send("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": {"type": "tool_use", "id": block.id,
+                                                 "content_block": {"type": block.kind, "id": block.id,
                                                                    "name": block.name, "input": {}}})
                     pieces = _fragments(block.raw_json, step.fragment)
                     for n, piece in enumerate(pieces):
@@ -328,8 +385,11 @@ class FakeAnthropic:
                 h.wfile.flush()
                 return
             stop = step.stop_reason or ("tool_use" if any(b.kind == "tool_use" for b in step.blocks) else "end_turn")
+            delta: dict[str, Any] = {"stop_reason": stop, "stop_sequence": None}
+            if step.stop_details is not None:
+                delta["stop_details"] = step.stop_details
             send("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": stop, "stop_sequence": None},
+                                   "delta": delta,
                                    "usage": {"output_tokens": step.output_tokens}})
             send("message_stop", {"type": "message_stop"})
             h.wfile.write(b"0\r\n\r\n")

@@ -209,25 +209,41 @@ async def test_x_should_retry_false_is_obeyed(fake_env: FakeAnthropic):
     assert len(fake_env.requests) == 1
 
 
-async def test_dropped_stream_mid_tool_json_is_an_error_and_nothing_runs(fake_env: FakeAnthropic, agent_home,
-                                                                        workdir):
+async def test_dropped_stream_mid_tool_json_is_retried_and_the_half_call_never_runs(
+        fake_env: FakeAnthropic, agent_home, workdir):
     echo = RecordingEcho()
     fake_env.drop("I will echo.", tool_block("Echo", {"message": "x" * 80}, id="toolu_drop"))
+    fake_env.reply("I will echo.", tool_block("Echo", {"message": "whole"}, id="toolu_ok"))
+    fake_env.text("done")
+    engine = engine_with([echo], workdir)
+    events, terminal = await run_turn(engine, "go")
+    assert terminal.reason == "completed"
+    assert echo.calls == [{"message": "whole"}]  # only the complete call of the attempt that finished
+    assert any(type(e).__name__ == "RetryEvent" for e in events)
+    ids = [u["id"] for m in engine.messages for u in tool_uses(m)]
+    assert ids == ["toolu_ok"]
+
+
+async def test_dropped_stream_every_attempt_is_one_clear_error_and_nothing_runs(
+        fake_env: FakeAnthropic, agent_home, workdir):
+    echo = RecordingEcho()
+    for _ in range(3):  # API_MAX_RETRIES=2: three attempts
+        fake_env.drop("I will echo.", tool_block("Echo", {"message": "x" * 80}, id="toolu_drop"))
     engine = engine_with([echo], workdir)
     events, terminal = await run_turn(engine, "go")
     assert terminal.reason == "error"
     assert "dropped" in terminal.error and "\n" not in terminal.error
     assert echo.calls == []
-    # The history stays valid: nothing dangling, no half tool_use in it.
-    assert [m["role"] for m in engine.messages] == ["user"]
+    assert [m["role"] for m in engine.messages] == ["user"]  # the history stays valid
 
 
-async def test_dropped_stream_direct_raises_model_error(fake_env: FakeAnthropic):
+async def test_dropped_stream_direct_is_retried(fake_env: FakeAnthropic):
     fake_env.drop(tool_block("Echo", {"message": "y" * 60}))
-    with pytest.raises(ModelError) as err:
-        await collect(AnthropicModel(max_retries=2), request())
-    assert "dropped" in str(err.value)
-    assert len(fake_env.requests) == 1  # a half-delivered reply is not silently re-requested
+    fake_env.text("second time")
+    events = await collect(AnthropicModel(max_retries=2), request())
+    assert any(isinstance(e, Retrying) and e.reason == "stream dropped" for e in events)
+    assert final(events).message["content"] == [{"type": "text", "text": "second time"}]
+    assert len(fake_env.requests) == 2
 
 
 async def test_malformed_tool_json_becomes_an_input_error_result(fake_env: FakeAnthropic, agent_home, workdir):
@@ -279,7 +295,8 @@ async def test_count_tokens_endpoint_answers(fake_env: FakeAnthropic):
 async def test_stream_ending_without_message_stop_is_a_drop(fake_env: FakeAnthropic, agent_home, workdir):
     """A body that ends cleanly mid-reply (a proxy giving up) must not pass for a complete message."""
     echo = RecordingEcho()
-    fake_env.drop("Echoing.", tool_block("Echo", {"message": "z" * 80}), clean_eof=True)
+    for _ in range(3):  # every attempt (API_MAX_RETRIES=2) ends the same way
+        fake_env.drop("Echoing.", tool_block("Echo", {"message": "z" * 80}), clean_eof=True)
     engine = engine_with([echo], workdir)
     events, terminal = await run_turn(engine, "go")
     assert terminal.reason == "error" and "dropped" in terminal.error

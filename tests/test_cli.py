@@ -35,7 +35,7 @@ def scenario(fn):
 def round_trip(fake: FakeAnthropic):
     fake.reply("Echoing now.", tool_block("Echo", {"message": "round trip"}, id="toolu_cli1"))
     fake.text("The echo said: round trip.")
-    return ["echo round trip"], "", {"TRACE": "1"}
+    return ["--verbose", "echo round trip"], "", {"TRACE": "1"}
 
 
 @scenario
@@ -50,7 +50,7 @@ def json_after_529(fake: FakeAnthropic):
 def stream_json_stdin(fake: FakeAnthropic):
     fake.reply("Calling.", tool_block("Echo", {"message": "s"}))
     fake.text("streamed done")
-    return ["-p", "--output-format", "stream-json"], "task from stdin\n", {}
+    return ["-p", "--output-format", "stream-json", "--verbose"], "task from stdin\n", {}
 
 
 @scenario
@@ -63,7 +63,7 @@ def max_turns(fake: FakeAnthropic):
 def mid_stream_retry(fake: FakeAnthropic):
     fake.stream_error("overloaded_error", "Half an ans")
     fake.text("A whole answer.")
-    return ["hi"], "", {}
+    return ["--verbose", "hi"], "", {}
 
 
 @scenario
@@ -121,11 +121,11 @@ def no_key_anywhere(*texts: str) -> None:
 
 
 def test_text_output_tool_round_trip_and_trace(batch):
-    """Text to stdout, tool lines to stderr, the tool_result sent back, every TRACE stage on stderr and
-    the key nowhere."""
+    """Only the final answer on stdout (Claude Code's text mode), tool lines on stderr with --verbose, the
+    tool_result sent back, every TRACE stage on stderr and the key nowhere."""
     r, fake_anthropic = run_of(batch, "round_trip")
     assert r.code == 0, r.stderr
-    assert r.stdout == "Echoing now.\nThe echo said: round trip.\n"
+    assert r.stdout == "The echo said: round trip.\n"
     assert "[tool] Echo: round trip" in r.stderr
     first, second = fake_anthropic.requests
     assert first.messages[0]["content"][0]["text"] == "echo round trip"
@@ -172,9 +172,16 @@ def test_stream_json_lines_all_parse_prompt_from_stdin(batch):
     types = [obj["type"] for obj in lines]
     assert types[0] == "system" and lines[0]["subtype"] == "init"
     assert types[-1] == "result" and lines[-1]["subtype"] == "success"
-    for needed in ("text_delta", "assistant", "tool_start", "tool_end", "user"):
-        assert needed in types
-    assert types.index("tool_start") < types.index("tool_end") < types.index("user")
+    # Claude Code's event types only: one assistant event per content block, the tool results as a user event.
+    assert set(types) == {"system", "assistant", "user", "result"}, types
+    blocks = [(o["type"], o["message"]["content"][0]["type"]) for o in lines if o["type"] in ("assistant", "user")]
+    assert blocks == [("assistant", "text"), ("assistant", "tool_use"), ("user", "tool_result"), ("assistant", "text")]
+    for o in lines[1:]:
+        assert o["session_id"] == lines[0]["session_id"] and o["uuid"]
+    assistant = lines[1]
+    assert assistant["parent_tool_use_id"] is None and assistant["message"]["model"]
+    assert assistant["message"]["id"].startswith("msg_") and assistant["message"]["type"] == "message"
+    assert assistant["message"]["id"] == lines[2]["message"]["id"]  # two blocks of one message
 
 
 def test_mid_stream_overloaded_error_is_retried_by_the_cli(batch):
@@ -182,14 +189,15 @@ def test_mid_stream_overloaded_error_is_retried_by_the_cli(batch):
     assert r.code == 0, r.stderr
     assert len(fake_anthropic.requests) == 2
     assert "[retry] Model call failed (overloaded_error)" in r.stderr
-    # The partial text of the failed attempt was already shown; the answer starts on its own line.
-    assert r.stdout.splitlines()[-1] == "A whole answer."
+    # Only the answer of the attempt that completed reaches stdout: no half answer, no duplicate.
+    assert r.stdout == "A whole answer.\n"
 
 
-def test_max_turns_exits_3(batch):
+def test_max_turns_exits_1_as_claude_code_does(batch):
     r, _ = run_of(batch, "max_turns")
-    assert r.code == 3, r.stderr
-    assert "turn limit" in r.stderr
+    assert r.code == 1, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "error: Reached maximum number of turns (1); raise it with --max-turns.")
 
 
 def test_usage_errors_exit_2(cli, fake_anthropic: FakeAnthropic):
@@ -211,7 +219,7 @@ def test_sigint_during_a_stalled_stream_exits_130(batch):
 
 
 def test_mock_runs_with_no_key_and_no_network(cli, fake_anthropic: FakeAnthropic):
-    r = cli("--mock", "echo hello mock", with_fake=False)
+    r = cli("--mock", "--verbose", "echo hello mock", with_fake=False)
     assert r.code == 0, r.stderr
     assert "[tool] Echo: hello mock" in r.stderr
     assert "hello mock" in r.stdout and "Mock model" in r.stdout

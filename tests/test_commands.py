@@ -98,6 +98,19 @@ async def test_model_show_and_set(env) -> None:
     assert ctx.opts.settings.model == "claude-haiku-4-5"
 
 
+async def test_model_aliases_and_unknown_ids(env, monkeypatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_DEFAULT_OPUS_MODEL", raising=False)
+    ctx, buf = env()
+    await ctx.router.dispatch("/model opus", ctx)
+    assert ctx.engine.config.model == "claude-opus-5-5"
+    await ctx.router.dispatch("/model claude-sonet-4", ctx)  # a typo on the Anthropic API: refused
+    assert ctx.engine.config.model == "claude-opus-5-5" and "Unknown model 'claude-sonet-4'" in buf.getvalue()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    await ctx.router.dispatch("/model my-gateway-model", ctx)  # a custom endpoint may serve anything
+    assert ctx.engine.config.model == "my-gateway-model" and "custom endpoint" in buf.getvalue()
+
+
 async def test_permissions_show_and_switch(env) -> None:
     ctx, buf = env()
     ctx.engine.gate.session_rules.append(("Write", "a.txt"))
@@ -210,7 +223,7 @@ def test_completer_slash_and_paths(tmp_path: Path) -> None:
     (tmp_path / "src" / "app.py").write_text("")
     (tmp_path / "setup.cfg").write_text("")
     c = ReplCompleter(router, tmp_path)
-    assert _complete(c, "/co") == ["/compact", "/context", "/cost"]
+    assert _complete(c, "/co") == ["/compact", "/config", "/context", "/cost"]
     assert "/review-pr" in _complete(c, "/re")
     assert _complete(c, "/compact now") == []
     assert _complete(c, "look at @s") == ["setup.cfg", "src/"]
@@ -218,12 +231,31 @@ def test_completer_slash_and_paths(tmp_path: Path) -> None:
     assert _complete(c, "no mention") == []
 
 
-async def test_help_keeps_the_args_hints(env) -> None:
-    # rich markup would swallow "[name]" as a style tag; /help prints it as text.
+async def test_help_keeps_the_argument_hints(env) -> None:
     ctx, buf = env()
-    ctx.router.register("weird", lambda c, a: None, "odd hint [bold]not bold[/bold] [path]")
     await ctx.router.dispatch("/help", ctx)
     out = buf.getvalue()
-    assert "show or set the model [name]" in out
-    assert "resume an earlier session of this project [number|id]" in out
-    assert "odd hint [bold]not bold[/bold] [path]" in out
+    assert "the conversation now [instructions]" in out and "[number|id]" in out and "[kill ID]" in out
+    assert "Shift+Tab" in out and "!command" in out
+
+
+async def test_claude_code_commands_todos_hooks_config_export_add_dir_doctor(env, tmp_path: Path) -> None:
+    ctx, buf = env()
+    ctx.engine.state.extras["todos"] = [{"content": "write tests", "status": "in_progress", "activeForm": "Writing"}]
+    ctx.engine.messages += [{"role": "user", "content": [{"type": "text", "text": "first prompt"}]},
+                            {"role": "assistant", "content": [{"type": "text", "text": "an answer"},
+                                                              {"type": "tool_use", "id": "t", "name": "Read",
+                                                               "input": {"file_path": "a.py"}}]}]
+    for line in ("/todos", "/hooks", "/config", "/export out.md", "/add-dir sub", "/add-dir nope", "/doctor",
+                 "/agents"):
+        if line == "/add-dir sub":
+            (ctx.cwd / "sub").mkdir()
+        await ctx.router.dispatch(line, ctx)
+    out = buf.getvalue()
+    assert "[>] Writing" in out and "No hooks configured" in out and "permission mode:" in out
+    exported = (ctx.cwd / "out.md").read_text()
+    assert "## User\n\nfirst prompt" in exported and "## Assistant\n\nan answer" in exported
+    assert "> tool: Read" in exported
+    assert f"Added {ctx.cwd / 'sub'}" in out and "nope: not a directory" in out
+    assert (ctx.cwd / "sub").resolve() in ctx.engine.gate.additional_dirs
+    assert "ripgrep:" in out

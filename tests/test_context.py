@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 from agent.context import (
@@ -10,6 +12,7 @@ from agent.context import (
     MAX_PROJECT_CONTEXT_BYTES,
     SystemPromptBuilder,
     build_system_prompt,
+    environment_block,
     find_project_context,
     init_prompt,
     init_target_file,
@@ -163,3 +166,57 @@ def test_init_prompt_for_claude_md_and_notes(tmp_path):
     text = init_prompt("focus on test commands", tmp_path)
     assert "create a CLAUDE.md file" in text and "# CLAUDE.md" in text and "claude.ai/code" in text
     assert "Additional user notes:\nfocus on test commands" in text
+
+
+def _git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
+    subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main",
+                    *args], cwd=cwd, check=True, capture_output=True, env=env)
+
+
+def test_environment_block_has_a_git_snapshot_and_says_bash(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHELL", "/usr/bin/fish")
+    _git(tmp_path, "init", "-q")
+    write(tmp_path / "a.txt", "a\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "commit", "-qm", "first commit")
+    _git(tmp_path, "checkout", "-qb", "feature/x")
+    write(tmp_path / "b.txt", "b\n")
+    env = environment_block(tmp_path)
+    assert "Shell: bash" in env and "fish" not in env  # the Bash tool always runs bash
+    assert "Git repository: yes" in env
+    assert "Current branch: feature/x\n" in env and "Main branch (the usual base for pull requests): main\n" in env
+    assert "Status:\n?? b.txt\n" in env
+    assert re.search(r"Recent commits:\n[0-9a-f]{7,} first commit\n</env>$", env)
+    assert environment_block(tmp_path) == env  # same state, same bytes
+
+
+def test_environment_block_outside_git_and_with_hostile_repository_text(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    env = environment_block(plain)
+    assert "Git repository: no" in env and "Current branch" not in env
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    write(repo / "x.txt", "x\n")
+    _git(repo, "add", "x.txt")
+    _git(repo, "commit", "-qm", "evil \x1b[31mred\x07 " + "y" * 500)
+    for i in range(300):
+        write(repo / f"untracked-{i:03d}-{'z' * 20}.txt", "")
+    env = environment_block(repo)
+    assert "\x1b" not in env and "\x07" not in env
+    status = env.split("Status:\n", 1)[1].split("Recent commits:", 1)[0]
+    assert len(status) < 2200 and "status truncated" in status
+    commit_line = env.split("Recent commits:\n", 1)[1].splitlines()[0]
+    assert len(commit_line) <= 200
+
+
+def test_builder_takes_the_git_snapshot_once_per_session(tmp_path):
+    _git(tmp_path, "init", "-q")
+    builder = SystemPromptBuilder(tmp_path, tmp_path / "home", [])
+    first = builder.build("s1")
+    assert "Status:\n(clean)" in first
+    write(tmp_path / "new.txt", "n\n")
+    assert builder.build("s1") == first  # byte-stable: the snapshot is not retaken mid-session
+    assert "?? new.txt" in builder.build("s2")

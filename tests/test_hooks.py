@@ -26,6 +26,7 @@ from services.hooks.command import (
     run_hook_command,
 )
 from services.messages import message_text, tool_results
+from services.trust import trust
 from tests.files import write
 from tests.procs import pid_alive as _alive
 
@@ -322,7 +323,7 @@ def test_trace_lines(proj, tmp_path, capsys, monkeypatch):
 
 # -- through the engine --------------------------------------------------------------------------------------------------
 def engine_for(proj: Path, model: ScriptedModel):
-    opts = AppOptions(cwd=proj, settings=Settings(model="test-model"))
+    opts = AppOptions(cwd=proj, settings=Settings(model="test-model"), trusted=True)
     return build_engine(opts, deps=QueryDeps(call_model=model))
 
 
@@ -437,6 +438,7 @@ def test_cli_project_with_agents_md_skill_and_hook(cli, workdir, fake_anthropic,
     fake_anthropic.reply(tool_block("Skill", {"skill": "review"}))
     fake_anthropic.reply(tool_block("Read", {"file_path": str(workdir / "secret.txt")}))
     fake_anthropic.reply("All reviewed.")
+    trust(workdir, cli.agent_home)  # project hooks run only in a trusted folder (issue 15)
     r = cli("-p", "review my change", TRACE="1")
     assert r.code == 0, r.stderr
     assert "All reviewed." in r.stdout

@@ -343,8 +343,10 @@ async def test_unknown_tool_and_invalid_input_are_errors_and_the_loop_goes_on(cw
     events, terminal = await run(engine, "go")
     assert terminal.reason == "completed"
     r1, r2, r3 = tool_results(engine.messages[2])
-    assert r1["is_error"] and "Unknown tool: Nope" in r1["content"] and "Echo" in r1["content"]
-    assert r2["is_error"] and "Invalid input for Echo" in r2["content"] and "message" in r2["content"]
+    assert r1["is_error"] and r1["content"] == "<tool_use_error>Error: No such tool available: Nope</tool_use_error>"
+    assert r2["is_error"] and r2["content"] == (
+        "<tool_use_error>InputValidationError: Echo failed due to the following issues:\n"
+        "The parameter `message` type is expected as `string` but provided as `number`</tool_use_error>")
     assert r3 == {"type": "tool_result", "tool_use_id": calls[2]["id"], "content": "ok"}
     ok = [e.ok for e in events if isinstance(e, ToolEndEvent)]
     assert ok == [False, False, True]

@@ -56,7 +56,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def make_repl(project: Path, model: Any, inp: Any, **kw: Any) -> tuple[Repl, io.StringIO]:
-    opts = AppOptions(cwd=project, settings=Settings(model="claude-sonnet-4-5"), interactive=True)
+    opts = AppOptions(cwd=project, settings=Settings(model="claude-sonnet-4-5"), interactive=True, trusted=True)
     buf = io.StringIO()
     console = make_console(file=buf, width=100, force_terminal=False, color_system=None)
     repl = Repl(opts, deps=QueryDeps(call_model=model), input=inp, output=DummyOutput(), console=console, **kw)
@@ -279,7 +279,7 @@ async def _answer(project: Path, model: ScriptedModel, key: str) -> tuple[Repl, 
         repl.engine.tools.append(WriteTool())
         inp.send_text("write the file\r")
         run = asyncio.ensure_future(repl.run())
-        await wait_for(lambda: "Permission: Write" in buf.getvalue())
+        await wait_for(lambda: "Allow?" in buf.getvalue() or "Permission: Write" in buf.getvalue())
         inp.send_text(key)
         await wait_for(lambda: repl._turn_task is None and len(model.steps) == 0)
         inp.send_text("\x04")
@@ -290,7 +290,7 @@ async def _answer(project: Path, model: ScriptedModel, key: str) -> tuple[Repl, 
 async def test_permission_yes_runs_the_tool_and_shows_the_diff(project: Path) -> None:
     (project / "notes.txt").write_text("old line\n")
     model = write_script("notes.txt", "new line\n", [reply("Done.")])
-    repl, out = await _answer(project, model, "\r")  # Enter takes the highlighted "Yes"
+    repl, out = await _answer(project, model, "y")
     assert (project / "notes.txt").read_text() == "new line\n"
     assert "Permission: Write" in out
     assert "-old line" in out and "+new line" in out
@@ -302,9 +302,19 @@ async def test_permission_yes_runs_the_tool_and_shows_the_diff(project: Path) ->
 
 async def test_permission_always_adds_a_session_rule(project: Path) -> None:
     model = write_script("a.txt", "x", [reply("Done.")])
-    repl, _ = await _answer(project, model, "2")
+    repl, _ = await _answer(project, model, "a")
     assert (project / "a.txt").read_text() == "x"
     assert repl.engine.gate.session_rules == [("Write", "a.txt")]
+
+
+async def test_permission_no_denies_and_ends_the_turn(project: Path) -> None:
+    model = write_script("b.txt", "x", [])  # no second model call: a denial ends the turn
+    repl, out = await _answer(project, model, "n")
+    assert not (project / "b.txt").exists()
+    assert "Denied." in out
+    results = [b for b in repl.engine.messages[-1]["content"] if b.get("type") == "tool_result"]
+    assert results[0]["is_error"] and results[0]["content"] == REJECT_MESSAGE
+    model.assert_done()
 
 
 async def test_permission_arrow_down_then_enter_picks_always(project: Path) -> None:
@@ -314,56 +324,16 @@ async def test_permission_arrow_down_then_enter_picks_always(project: Path) -> N
     assert repl.engine.gate.session_rules == [("Write", "c.txt")]
 
 
-async def test_permission_stray_keys_do_not_answer(project: Path) -> None:
-    # y, n, letters: ignored (only arrows, digits, Enter and Esc answer); then 3 refuses.
-    model = write_script("d.txt", "x", [])
-    repl, out = await _answer(project, model, "yna3")
-    assert not (project / "d.txt").exists()
-    assert "Denied." in out
-    model.assert_done()
-
-
-async def test_permission_no_denies_and_ends_the_turn(project: Path) -> None:
-    model = write_script("b.txt", "x", [])  # no second model call: a denial ends the turn
-    repl, out = await _answer(project, model, "\x1b")  # Esc refuses
-    assert not (project / "b.txt").exists()
-    assert "Denied." in out
-    results = [b for b in repl.engine.messages[-1]["content"] if b.get("type") == "tool_result"]
-    assert results[0]["is_error"] and results[0]["content"] == REJECT_MESSAGE
-    model.assert_done()
-
-
-def test_visible_writes_out_control_characters() -> None:
-    from agent.render import visible
-
-    assert visible("ls\x1b[2J\x07\x9b31m\x00ok\x7f") == "ls\\x1b[2J\\x07\\x9b31m\\x00ok\\x7f"
-    assert visible("two\nlines\tand tab") == "two\nlines\tand tab"
-
-
-async def test_permission_question_shows_escapes_and_the_whole_target(project: Path) -> None:
-    # A path carrying ESC[2J (clear screen) and longer than 80 characters: shown whole and inert.
+async def test_escapes_in_a_path_diff_and_summary_are_shown_not_obeyed(project: Path) -> None:
+    # A Write whose path and content carry ESC[2J (clear screen): the question's diff headers and body,
+    # the tool line and its summary all print the written-out form, never a raw ESC.
     name = "x\x1b[2J" + "a" * 100 + ".txt"
-    model = write_script(name, "x", [])
-    repl, out = await _answer(project, model, "3")
-    assert "\x1b" not in out
-    assert "x\\x1b[2J" + "a" * 100 + ".txt" in "".join(out.split())  # whole (the console folds it)
-
-
-def test_answer_menu_names_the_exact_rule_and_highlights_yes() -> None:
-    from types import SimpleNamespace
-
-    from agent.repl import AnswerMenu, always_text
-
-    req = SimpleNamespace(tool=SimpleNamespace(name="Bash"), always_rule="Bash(npm test:*)\x1b[2J")
-    menu = AnswerMenu(always_text(req))  # type: ignore[arg-type]
-    text = "".join(t for _, t in menu.message())
-    assert "❯ 1. Yes\n" in text
-    assert "  2. Yes, and don't ask again for Bash(npm test:*)\\x1b[2J\n" in text
-    assert "  3. No, and tell the agent what to do differently (esc)" in text
-    menu.index = 2
-    assert "❯ 3. No" in "".join(t for _, t in menu.message())
-    plain = SimpleNamespace(tool=SimpleNamespace(name="Write"))  # before issue 15: no always_rule
-    assert "don't ask again for Write" in always_text(plain)  # type: ignore[arg-type]
+    model = write_script(name, "line\x1b]0;pwned\x07\n", [reply("Done.")])
+    repl, out = await _answer(project, model, "\r")
+    assert "\x1b" not in out and "\x07" not in out
+    flat = "".join(out.split())  # the console folds long words
+    assert "b/x\\x1b[2J" + "a" * 100 + ".txt" in flat
+    assert "+line\\x1b]0;pwned\\x07" in flat
 
 
 # -- sessions --------------------------------------------------------------------------------------
@@ -476,7 +446,14 @@ def test_edit_diff_uses_the_file(tmp_path: Path) -> None:
     assert new is not None and "+hi" in new
 
 
-def test_keys_typed_during_a_turn_become_the_next_prompt(project: Path) -> None:
+def test_keys_typed_during_a_turn_are_queued_or_kept(project: Path) -> None:
+    """A line ended by Enter during a turn is queued (sent when the turn ends); the rest waits at the prompt;
+    Ctrl-D asks to exit when the turn ends."""
     repl, _ = make_repl(project, ScriptedModel([]), None)
     repl._take_keys("ab\x7fc\x1b[Ad\rmore")
-    assert repl._typeahead == "acd\nmore"
+    assert repl.queued == ["acd"] and repl._typeahead == "more"
+    repl._take_keys("\r\r")  # an empty line queues nothing
+    assert repl.queued == ["acd", "more"] and repl._typeahead == ""
+    assert not repl._exit_after_turn
+    repl._take_keys("\x04")
+    assert repl._exit_after_turn

@@ -53,13 +53,17 @@ async def test_mcp_status_prompt_command_and_mention(project: Path) -> None:  # 
 
 
 def test_bare_resume_flag_gets_the_pick_sentinel() -> None:
-    from agent.cli import with_resume_sentinel
+    from agent.flags import parse_argv
     from services.session import PICK_SESSION
 
-    assert with_resume_sentinel(["-r"]) == ["-r", PICK_SESSION]
-    assert with_resume_sentinel(["--resume", "--mock"]) == ["--resume", PICK_SESSION, "--mock"]
-    assert with_resume_sentinel(["-r", "20261202-abc"]) == ["-r", "20261202-abc"]
-    assert with_resume_sentinel(["--", "-r"]) == ["--", "-r"]
+    def resume(*argv: str) -> str | None:
+        return parse_argv(list(argv)).resume
+
+    assert resume("-r") == PICK_SESSION
+    assert resume("--resume", "--mock") == PICK_SESSION
+    assert resume("-r", "20261202-abc") == "20261202-abc"
+    assert resume("--resume=abc") == "abc"
+    assert resume("--", "-r") is None and parse_argv(["--", "-r"]).prompt == ["-r"]
 
 
 async def test_resume_without_id_opens_the_picker(project: Path) -> None:  # noqa: F811

@@ -7,7 +7,6 @@ writes each time the prompt starts reading, so it is the "prompt is back" signal
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 import threading
@@ -134,7 +133,6 @@ def test_approve_an_edit_shows_the_diff(cli, fake_anthropic) -> None:
     child.expect_exact("+greeting = 'hi'")
     child.expect_exact("Do you want to proceed?")
     child.expect_exact("1. Yes")
-    child.expect_exact("2. Yes, and don't ask again for")
     child.send("\r")  # Enter takes the highlighted "Yes"
     child.expect_exact("Edited the greeting.")
     child.expect_exact(PROMPT_READY)
@@ -143,29 +141,6 @@ def test_approve_an_edit_shows_the_diff(cli, fake_anthropic) -> None:
     assert target.read_text() == "greeting = 'hi'\n"
 
 
-
-
-@pytest.mark.skipif("Bash" not in _tool_names(), reason="the Bash tool is not in this build")
-def test_question_shows_escape_sequences_as_text_and_esc_refuses(cli, fake_anthropic) -> None:
-    marker = Path(cli.cwd) / "ran.txt"
-    command = "printf '\x1b[2J\x1b]0;pwned\x07' > /dev/null; touch ran.txt"
-    fake_anthropic.reply("Running it.", tool_block("Bash", {"command": command}))
-    child = spawn(cli)
-    seen = io.StringIO()
-    child.logfile_read = seen  # everything the terminal receives from here on
-    child.send("run it\r")
-    child.expect_exact("Permission: Bash")
-    # The raw ESC[2J / OSC title never reaches the terminal; their written-out form does.
-    child.expect_exact("\\x1b[2J\\x1b]0;pwned\\x07")
-    child.expect_exact("Do you want to proceed?")
-    child.send("\x1b")
-    child.expect_exact("Denied.")
-    child.expect_exact(PROMPT_READY)
-    child.send("\x04")
-    assert finish(child) == 0
-    assert "\x1b[2J" not in seen.getvalue() and "\x1b]0;pwned" not in seen.getvalue()
-    assert "\\x1b[2J" in seen.getvalue()
-    assert not marker.exists()
 
 
 @pytest.mark.skipif("Bash" not in _tool_names(), reason="the Bash tool is not in this build")

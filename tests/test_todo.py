@@ -49,7 +49,7 @@ async def test_more_than_one_in_progress_is_refused(ctx: ToolContext) -> None:
 def test_schema_rejects_bad_status_and_missing_content() -> None:
     tool = TodoWriteTool()
     assert validate_input(tool, {"todos": PLAN}) is None
-    assert "Invalid input for TodoWrite" in (validate_input(tool, {"todos": [{"content": "x", "status": "done"}]}) or "")
+    assert "InputValidationError: TodoWrite failed" in (validate_input(tool, {"todos": [{"content": "x", "status": "done"}]}) or "")
     assert validate_input(tool, {"todos": [{"status": "pending"}]}) is not None
     assert validate_input(tool, {"todos": [{"content": "", "status": "pending"}]}) is not None
     assert validate_input(tool, {}) is not None

@@ -17,13 +17,13 @@ text>`, capped at 32 KB keeping the tail (the end of a report is where the concl
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from services.config import getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
 from services.messages import Message, message_text, tool_uses, user_message
 from services.trace import trace
@@ -68,7 +68,7 @@ def _system_prompt(cwd: str) -> str:
 
 
 def max_depth_from_env() -> int:
-    raw = os.environ.get("AGENT_MAX_DEPTH", "").strip()
+    raw = (getenv("AGENT_MAX_DEPTH") or "").strip()
     try:
         return max(0, int(raw)) if raw else DEFAULT_MAX_DEPTH
     except ValueError:
@@ -83,23 +83,16 @@ def cap_tail(text: str, limit: int = MAX_REPORT_CHARS) -> str:
     return marker + text[len(text) - limit :]
 
 
-def add_usage(target: Usage, usage: dict[str, Any] | None, requests: int) -> None:
-    """Adds a roll-up (token fields plus a request count) to `target`."""
-    if not usage and not requests:
-        return
-    u = usage or {}
-    target.input_tokens += int(u.get("input_tokens", 0) or 0)
-    target.output_tokens += int(u.get("output_tokens", 0) or 0)
-    target.cache_creation_input_tokens += int(u.get("cache_creation_input_tokens", 0) or 0)
-    target.cache_read_input_tokens += int(u.get("cache_read_input_tokens", 0) or 0)
-    target.requests += int(requests or 0)
+def add_usage(target: Usage, usage: dict[str, Any] | None, requests: int, model: str | None = None) -> None:
+    """Adds a roll-up (token fields plus a request count) to `target`, priced by `model` when known."""
+    target.add(usage, model=model, requests=int(requests or 0))
 
 
 def replay_usage_records(target: Usage, records: list[dict[str, Any]]) -> None:
     """On resume: add the sub-agents' recorded usage back to the session's totals."""
     for rec in records:
         if rec.get("type") == USAGE_RECORD:
-            add_usage(target, rec.get("usage"), int(rec.get("requests", 0) or 0))
+            add_usage(target, rec.get("usage"), int(rec.get("requests", 0) or 0), rec.get("model"))
 
 
 class _ChildHooks(Hooks):
@@ -152,7 +145,7 @@ class AgentTool(Tool):
         get_compact: Callable[[], Any] | None = None,
         max_depth: int | None = None,
         max_turns: int = DEFAULT_MAX_TURNS,
-        max_tokens: int = 16384,
+        max_tokens: int = 0,
         system_prompt: Callable[[str], str] = _system_prompt,
     ):
         self.get_tools = get_tools
@@ -295,7 +288,7 @@ class AgentTool(Tool):
                     if isinstance(event, AssistantEvent):
                         history.append(event.message)
                         write({"type": "message", "message": event.message})
-                        usage.add(event.message.get("usage"))
+                        usage.add(event.message.get("usage"), model=self._model())
                         tool_calls += len(tool_uses(event.message))
                         text = message_text(event.message).strip()
                         if text:
@@ -330,12 +323,12 @@ class AgentTool(Tool):
             return
         parent = ctx.session.extras.get("usage")
         if isinstance(parent, Usage):
-            add_usage(parent, usage.as_dict(), usage.requests)
+            parent.merge(usage)
         record = ctx.session.extras.get("record")
         if callable(record):
             with contextlib.suppress(Exception):
                 record({"type": USAGE_RECORD, "tool_use_id": ctx.tool_use_id, "usage": usage.as_dict(),
-                        "requests": usage.requests})
+                        "requests": usage.requests, "model": self._model()})
 
     def _result(self, description: str, terminal: Any, text: str, tool_calls: int, usage: Usage) -> ToolOutput:
         reason = terminal.reason if terminal is not None else "aborted"

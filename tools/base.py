@@ -26,6 +26,11 @@ class ToolError(Exception):
     """A tool failure with a one-line message that says what to do next."""
 
 
+def tool_use_error(message: str) -> str:
+    """Claude Code's wrapper for a call refused before it ran (unknown tool, bad input, a failed precondition)."""
+    return f"<tool_use_error>{message}</tool_use_error>"
+
+
 @dataclass
 class ToolOutput:
     content: str | list[dict[str, Any]]
@@ -120,6 +125,10 @@ class Tool:
         if isinstance(input.get("command"), str):
             return ("command", input["command"])
         return None
+
+    def normalize_input(self, input: dict[str, Any]) -> dict[str, Any]:
+        """Map accepted aliases onto the schema's fields before validation (default: unchanged)."""
+        return input
 
     def spill_preview(self, text: str) -> str | None:
         """A tool may shape its own spill preview (Bash: head and tail). None = the default."""

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.proctree import TOKEN_VAR, kill_tree, new_token
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
 HARD_CAP_BYTES = 5 * 1024 * 1024
 KILL_GRACE_S = 1.0
-PREVIEW_CHARS = 1000
-SCRUBBED_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+NO_OUTPUT = "(Bash completed with no output)"
 
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
 # which writes the final directory to a file; positional parameters are cleared first.
@@ -36,23 +39,31 @@ Usage:
 - Do not use Bash to find, read or edit files: use Glob (not find/ls -R), Grep (not grep/rg), Read (not cat/head/tail) and Edit/Write (not sed/awk/echo >). Keep Bash for running programs: tests, builds, git, package managers.
 - Chain dependent commands with `&&`; independent commands can be separate Bash calls in one message.
 - Quote paths that contain spaces with double quotes.
-- A background job (`cmd &`) must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
+- For a long-running command (a server, a watcher), set `run_in_background`: it keeps running across turns, its output goes to a file you can Read, TaskStop stops it. A plain `cmd &` must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
 - Give a short description (5-10 words) of what the command does."""
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _kill_when_spawned(token: str) -> Callable[[asyncio.Future], None]:
+    def kill(task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is None:
+            kill_tree(task.result().pid, token, signal.SIGKILL)
+
+    return kill
 
 
-def _kill_when_spawned(task: asyncio.Future) -> None:
-    if task.cancelled() or task.exception() is not None:
-        return
-    pgid = task.result().pid
-    _kill_group(pgid, signal.SIGTERM)
-    asyncio.get_running_loop().call_later(KILL_GRACE_S, _kill_group, pgid, signal.SIGKILL)
+def _retrieve(fut: asyncio.Future) -> None:
+    """Done callback: mark a helper future's outcome as seen (no 'exception was never retrieved')."""
+    if not fut.cancelled():
+        fut.exception()
+
+
+async def _reap(proc: asyncio.subprocess.Process, reader: asyncio.Future, seconds: float) -> None:
+    """Wait briefly for the killed command to be gone and its pipe closed, so nothing is left to the
+    event loop's shutdown (the 'Event loop is closed' noise after Ctrl-C)."""
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), seconds)
+    if not reader.done():
+        reader.cancel()
 
 
 class BashTool(Tool):
@@ -62,8 +73,9 @@ class BashTool(Tool):
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The command to execute."},
-            "timeout": {"type": "integer", "minimum": 1, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
+            "timeout": {"type": "number", "exclusiveMinimum": 0, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
             "description": {"type": "string", "description": "What the command does, in 5-10 words, e.g. 'Run the unit tests'."},
+            "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background (read its output with Read or TaskOutput, stop it with TaskStop)."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -77,24 +89,34 @@ class BashTool(Tool):
             return f"Bash {short}"
         return "Bash"
 
-    def spill_preview(self, text: str) -> str | None:
-        if len(text) <= 2 * PREVIEW_CHARS:
-            return text
-        cut = len(text) - 2 * PREVIEW_CHARS
-        return f"{text[:PREVIEW_CHARS]}\n… [{cut} characters cut from the middle] …\n{text[-PREVIEW_CHARS:]}"
+    def normalize_input(self, input: dict[str, Any]) -> dict[str, Any]:
+        """`timeout_ms` is react-agent-mini's deprecated alias of `timeout` (not in the schema we send)."""
+        if "timeout_ms" in input:
+            input = dict(input)
+            alias = input.pop("timeout_ms")
+            input.setdefault("timeout", alias)
+        return input
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command = input["command"]
         if not command.strip():
             raise ToolError("command is empty. Pass the shell command to run.")
-        timeout_ms = min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS)
+        timeout_ms = max(1, min(int(input.get("timeout") or DEFAULT_TIMEOUT_MS), MAX_TIMEOUT_MS))
         cwd = Path(ctx.session.cwd)
         note = ""
         if not cwd.is_dir():
             note = f"[The working directory {cwd} no longer exists; ran in {ctx.project_root} instead.]\n"
             cwd = Path(ctx.project_root)
             ctx.session.cwd = cwd
-        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+        # The agent's credentials never reach the command (services/credentials.py); BASH_ENV and ENV
+        # would make bash source a file before the command: only the user's own environment sets them.
+        env = child_env()
+        # Inherited by every descendant, whatever group or session it moves to: the kill finds them all.
+        token = env[TOKEN_VAR] = new_token()
+        if input.get("run_in_background"):
+            from tools.background_tasks import start_background
+
+            return await start_background(command, ctx, env)
         fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
         os.close(fd)
         started = time.monotonic()
@@ -109,7 +131,7 @@ class BashTool(Tool):
                 proc = await asyncio.shield(spawn)
             except asyncio.CancelledError:
                 # Cancelled while the process was being set up (it may already run): kill it once it exists.
-                spawn.add_done_callback(_kill_when_spawned)
+                spawn.add_done_callback(_kill_when_spawned(token))
                 raise
             except FileNotFoundError:
                 raise ToolError("bash was not found on PATH; Bash needs a POSIX shell.") from None
@@ -132,28 +154,26 @@ class BashTool(Tool):
 
             reader = asyncio.ensure_future(pump())
             timed_out = False
+            both = asyncio.gather(reader, proc.wait())
+            # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
+            both.add_done_callback(_retrieve)
             try:
-                await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), timeout_ms / 1000)
+                await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
             except TimeoutError:
                 timed_out = True
-                _kill_group(proc.pid, signal.SIGTERM)
+                kill_tree(proc.pid, token, signal.SIGTERM)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(both), KILL_GRACE_S)
+                # The whole tree, escaped children (setsid) included, not only the process group.
+                kill_tree(proc.pid, token, signal.SIGKILL)
                 try:
-                    await asyncio.wait_for(asyncio.shield(asyncio.gather(reader, proc.wait())), KILL_GRACE_S)
-                except TimeoutError:
-                    pass
-                _kill_group(proc.pid, signal.SIGKILL)
-                try:
-                    await asyncio.wait_for(asyncio.gather(reader, proc.wait()), 5)
+                    await asyncio.wait_for(asyncio.shield(both), 5)
                 except TimeoutError:
                     reader.cancel()
             except asyncio.CancelledError:
-                # Abort: the loop cancelled us. Kill the whole group now, and again hard in a moment.
-                pgid = proc.pid
-                _kill_group(pgid, signal.SIGTERM)
-                loop = asyncio.get_running_loop()
-                for delay in (0.05, 0.25, KILL_GRACE_S):  # stragglers (a child forked mid-signal) too
-                    loop.call_later(delay, _kill_group, pgid, signal.SIGKILL)
-                reader.cancel()
+                # Abort (Ctrl-C): the loop cancelled us. Kill the whole tree now, then reap it.
+                kill_tree(proc.pid, token, signal.SIGKILL)
+                await _reap(proc, reader, 2.0)
                 raise
             rc = proc.returncode
             try:
@@ -178,9 +198,28 @@ class BashTool(Tool):
             return ToolOutput(text.lstrip("\n"), is_error=True, summary=f"timed out after {timeout_ms / 1000:.1f} s")
         if rc is not None and rc < 0:
             text += f"\n[Killed by signal {-rc}]"
-        elif rc:
-            text += f"\n[Exit code {rc}]"
-        text = text.lstrip("\n")
-        if not text:
-            text = "(no output)"
+        text = text.strip("\n")
+        if rc and rc > 0:
+            # Claude Code's shape: the exit code first, then the output (if any).
+            text = f"Exit code {rc}\n{text}" if text.strip() else f"Exit code {rc}"
+        elif not text.strip():
+            text = NO_OUTPUT
         return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")
+
+
+async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
+    """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
+    whole process tree killed on timeout or interrupt. Returns (output, exit code)."""
+    env = child_env()
+    token = env[TOKEN_VAR] = new_token()
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except (TimeoutError, asyncio.CancelledError):
+        kill_tree(proc.pid, token, signal.SIGKILL)
+        await proc.wait()
+        raise
+    text = out[:HARD_CAP_BYTES].decode("utf-8", errors="replace")
+    return text, proc.returncode or 0

@@ -6,22 +6,18 @@ import os
 from typing import Any
 
 from tools import read_state
-from tools.base import Tool, ToolContext, ToolError, ToolOutput
-from tools.fsutil import atomic_write, number_lines
-
-CONTEXT_LINES = 3
-MAX_REGION_LINES = 60
+from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
+from tools.fsutil import atomic_write, content_too_large
+from tools.write import STATE_CURRENT
 
 DESCRIPTION = """Performs an exact string replacement in a file.
 
 Usage:
-- You must Read the file in this conversation before editing it, and it must not have changed since; otherwise the edit fails. Read it, then edit.
-- old_string must match the file's text exactly, including indentation and whitespace. Copy it from the Read output WITHOUT the line-number prefix (a number and a tab): only the text after the tab is the file's content.
-- The edit fails if old_string occurs more than once: add surrounding lines to make it unique, or set replace_all to true to change every occurrence (handy for renaming a variable).
-- new_string must differ from old_string. The file's line endings (LF or CRLF) are kept.
-- An empty old_string on a file that does not exist creates it with new_string.
-- The result shows the edited region with line numbers, so you do not need to Read the file again.
-- Prefer Edit over Write for changing existing files, and over Bash tools like sed."""
+- Read the file first in this conversation; an edit of a file not read, or changed since, fails.
+- old_string is the file's exact text without Read's line-number prefix (the number and tab), indentation included.
+- The edit fails if old_string is not unique: add surrounding lines, or set replace_all to change every occurrence (e.g. to rename).
+- Line endings (LF or CRLF) are kept. new_string is limited to 100 KB.
+- Prefer Edit over Write for existing files, and over sed or awk through Bash."""
 
 
 def _normalise(text: str, strip_ws: bool) -> tuple[str, list[int], list[int]]:
@@ -91,24 +87,6 @@ def _with_endings(s: str, crlf: bool) -> str:
     return s.replace("\n", "\r\n") if crlf else s
 
 
-def _region(text: str, first_char: int, last_char: int) -> str:
-    lines = text.replace("\r\n", "\n").split("\n")
-    norm_before = text[:first_char].replace("\r\n", "\n")
-    first = norm_before.count("\n")
-    last = first + text[first_char:last_char].replace("\r\n", "\n").count("\n")
-    lo = max(0, first - CONTEXT_LINES)
-    hi = min(len(lines), last + CONTEXT_LINES + 1)
-    if text.endswith("\n") and hi == len(lines) and lines[-1] == "":
-        hi -= 1
-    chunk = lines[lo:hi]
-    if len(chunk) > MAX_REGION_LINES:
-        half = MAX_REGION_LINES // 2
-        omitted = len(chunk) - 2 * half
-        return (number_lines(chunk[:half], lo + 1) + f"\n   ...\t[{omitted} lines not shown]\n"
-                + number_lines(chunk[-half:], hi - half + 1))
-    return number_lines(chunk, lo + 1)
-
-
 class EditTool(Tool):
     name = "Edit"
     description = DESCRIPTION
@@ -129,42 +107,43 @@ class EditTool(Tool):
         raw, old, new = input["file_path"], input["old_string"], input["new_string"]
         replace_all = bool(input.get("replace_all", False))
         if not raw.strip():
-            raise ToolError("file_path is empty. Pass the path of the file to edit.")
+            raise ToolError(tool_use_error("file_path is empty. Pass the path of the file to edit."))
+        too_large = content_too_large(new, "new_string")
+        if too_large:
+            raise ToolError(tool_use_error(too_large))
         if old == new:
-            raise ToolError("old_string and new_string are identical, so there is nothing to change. Pass the new text in new_string.")
+            raise ToolError(tool_use_error("No changes to make: old_string and new_string are exactly the same."))
         path = ctx.resolve(raw)
         if os.path.isdir(path):
-            raise ToolError(f"{path} is a directory. Pass the path of a file inside it.")
+            raise ToolError(tool_use_error(f"{path} is a directory. Pass the path of a file inside it."))
         if not os.path.exists(path):
             if old == "":
                 return self._create(path, new, ctx)
-            raise ToolError(f"File does not exist: {path}. Check the path (Glob finds files), or create it with Write.")
+            raise ToolError(tool_use_error(f"File does not exist. Note: your current working directory is {ctx.cwd}."))
         refusal = read_state.require_fresh(ctx, path, "edit")
         if refusal:
-            raise ToolError(refusal)
+            raise ToolError(tool_use_error(refusal))
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise ToolError(f"Cannot read {path}: {exc.strerror or exc}. Check its permissions.") from None
         if b"\x00" in data[:8192]:
-            raise ToolError(f"{path} is a binary file; Edit changes text files only.")
+            raise ToolError(tool_use_error(f"{path} is a binary file; Edit changes text files only."))
         text = data.decode("utf-8", errors="surrogateescape")  # undecodable bytes survive the round trip
         if old == "":
             if text.strip():
-                raise ToolError(f"old_string is empty but {path} already has content. Pass the text to replace in old_string (or use Write to replace the whole file).")
+                raise ToolError(tool_use_error("Cannot create new file - file already exists."))
             spans, how = [(0, len(text))], "empty file"
         else:
             spans, how = find_matches(text, old)
         if not spans:
-            raise ToolError(
-                f"old_string was not found in {path}. It must match the file exactly, including indentation, "
-                "whitespace and line breaks; Read the file again and copy the text without the line-number prefix."
-            )
+            raise ToolError(tool_use_error(f"String to replace not found in file.\nString: {old}"))
         if len(spans) > 1 and not replace_all:
-            raise ToolError(
-                f"old_string occurs {len(spans)} times in {path}, but an edit must match exactly one place. Add "
-                "surrounding lines to old_string to make it unique, or set replace_all to true to change every occurrence."
-            )
+            raise ToolError(tool_use_error(
+                f"Found {len(spans)} matches of the string to replace, but replace_all is false. To replace all "
+                "occurrences, set replace_all to true. To replace only one occurrence, please provide more context "
+                f"to uniquely identify the instance.\nString: {old}"
+            ))
         replacement = _with_endings(new, _uses_crlf(text))
         pieces: list[str] = []
         cursor = 0
@@ -179,15 +158,14 @@ class EditTool(Tool):
         except OSError as exc:
             raise ToolError(f"Cannot write {path}: {exc.strerror or exc}. Check the path and permissions.") from None
         read_state.record(ctx, path, offset=None, limit=None, from_read=False)
-        first = spans[0][0]
-        shift = sum(len(replacement) - (b - a) for a, b in spans[:-1])
-        last_start = spans[-1][0] + shift
-        last_end = last_start + len(replacement)
         n = len(spans)
-        note = f" ({how})" if how not in ("exact", "empty file") else ""
-        head = (f"The file {path} has been updated: {n} replacement{'s' if n != 1 else ''}{note}. "
-                f"The edited region (cat -n):\n")
-        return ToolOutput(head + _region(updated, first, max(first, last_end)), summary=f"{n} replacement{'s' if n != 1 else ''}")
+        # Claude Code's one line; a tolerant match (not in Claude Code) says how it matched.
+        note = f" (matched with {how})" if how not in ("exact", "empty file") else ""
+        if replace_all:
+            head = f"The file {path} has been updated. All occurrences were successfully replaced.{note}"
+        else:
+            head = f"The file {path} has been updated successfully.{note}"
+        return ToolOutput(f"{head} {STATE_CURRENT}", summary=f"{n} replacement{'s' if n != 1 else ''}")
 
     def _create(self, path, content: str, ctx: ToolContext) -> ToolOutput:
         try:
@@ -196,4 +174,4 @@ class EditTool(Tool):
         except OSError as exc:
             raise ToolError(f"Cannot create {path}: {exc.strerror or exc}. Check the path and permissions.") from None
         read_state.record(ctx, path, offset=None, limit=None, from_read=False)
-        return ToolOutput(f"File created successfully at: {path}.\n" + _region(content, 0, len(content)), summary="created")
+        return ToolOutput(f"File created successfully at: {path} {STATE_CURRENT}", summary="created")

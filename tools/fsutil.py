@@ -29,6 +29,19 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
+# Write's content and Edit's new_string: more than this in one call is almost always a runaway generation.
+MAX_CONTENT_BYTES = 100 * 1024
+
+
+def content_too_large(text: str, field: str) -> str | None:
+    """The refusal when `text` is over MAX_CONTENT_BYTES in UTF-8, else None."""
+    size = len(text.encode("utf-8", errors="surrogateescape"))
+    if size <= MAX_CONTENT_BYTES:
+        return None
+    return (f"{field} is too large: {size} bytes, over the 100 KB ({MAX_CONTENT_BYTES} bytes) limit for one call. "
+            "Split the change into smaller Edits, or write the file in parts.")
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temp file in the same directory and a rename.
 
@@ -62,5 +75,8 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def number_lines(lines: list[str], start: int) -> str:
-    """`cat -n` style: the line number right-aligned to width 6, a tab, the text."""
-    return "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(lines, start))
+    """Claude Code's Read format: the line number (no padding), a tab, the text.
+
+    No padding: models are trained on this exact shape, and it is ~11% fewer bytes than `cat -n`.
+    """
+    return "\n".join(f"{n}\t{line}" for n, line in enumerate(lines, start))

@@ -12,14 +12,12 @@ from tools.ripgrep import VCS_DIRS, run_rg
 MAX_FILES = 100
 _MAGIC = set("*?[{")
 
-DESCRIPTION = f"""Fast file pattern matching: finds files by name in any size of codebase.
+DESCRIPTION = f"""Fast file pattern matching in any size of codebase.
 
 Usage:
-- pattern is a glob such as "**/*.js", "src/**/*.ts" or "*.md" ("*.md" matches at any depth; a pattern with a "/" is relative to path).
-- path is the directory to search (default: the working directory). Omit it rather than passing "null".
-- Returns matching file paths, newest-modified first, at most {MAX_FILES}; a note says when there are more (narrow the pattern or path).
-- Files ignored by .gitignore and version-control directories are skipped; hidden files are included.
-- Use Glob to find files by name; use Grep to search inside files. Several Glob calls in one message run in parallel."""
+- pattern is a glob such as "**/*.js" or "src/**/*.ts" ("*.md" matches at any depth); path is the directory to search (default: the working directory).
+- Returns matching paths, newest-modified first, at most {MAX_FILES}. Files ignored by .gitignore are skipped.
+- Use Glob to find files by name and Grep to search inside them; several calls in one message run in parallel."""
 
 
 def _split_absolute(pattern: str) -> tuple[str, str]:

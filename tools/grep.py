@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
+from services.config import env_int
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.ripgrep import run_rg, vcs_excludes
 
 DEFAULT_HEAD_LIMIT = 250
 MAX_COLUMNS = 500
+DEFAULT_TIMEOUT_MS = 30_000  # a pathological pattern or a huge tree ends with a clear error, not a hang
 
 DESCRIPTION = """A powerful search tool built on ripgrep.
 
@@ -18,7 +21,7 @@ Usage:
 - ALWAYS use Grep for searching file contents. NEVER run `grep` or `rg` through Bash: this tool is faster, respects .gitignore and gives output sized for you.
 - pattern is a Rust regular expression (ripgrep syntax): e.g. "log.*Error", "function\\s+\\w+". Literal braces need escaping: "interface\\{\\}" finds "interface{}".
 - Filter files with glob (e.g. "*.js", "**/*.{ts,tsx}") or type (e.g. "py", "js", "rust"; faster than glob for standard file types).
-- output_mode: "files_with_matches" (default: the matching file paths, newest-modified first), "content" (matching lines as path:line:text; -n line numbers on by default; -A/-B/-C or context add lines around), "count" (path:N matches per file).
+- output_mode: "files_with_matches" (default: the matching file paths, newest-modified first), "content" (matching lines as path:line:text, without the path when searching one file; -n line numbers on by default; -A/-B/-C or context add lines around; -o only the matched parts), "count" (path:N matches per file).
 - -i makes the search case-insensitive.
 - Patterns match within one line; set multiline to true for patterns that span lines (. then also matches newlines).
 - Results are limited to head_limit entries (default 250; 0 means no limit); offset skips entries, to page through long results.
@@ -40,12 +43,13 @@ class GrepTool(Tool):
                             "description": "content: matching lines; files_with_matches: paths (default); count: matches per file."},
             "-i": {"type": "boolean", "description": "Case-insensitive search."},
             "-n": {"type": "boolean", "description": "Show line numbers (content mode; default true)."},
-            "-A": {"type": "integer", "minimum": 0, "description": "Lines to show after each match (content mode)."},
-            "-B": {"type": "integer", "minimum": 0, "description": "Lines to show before each match (content mode)."},
-            "-C": {"type": "integer", "minimum": 0, "description": "Lines to show before and after each match (content mode)."},
-            "context": {"type": "integer", "minimum": 0, "description": "Same as -C."},
-            "head_limit": {"type": "integer", "minimum": 0, "description": "Show at most this many entries (default 250; 0 for no limit)."},
-            "offset": {"type": "integer", "minimum": 0, "description": "Skip this many entries first (default 0)."},
+            "-o": {"type": "boolean", "description": "Print only the matched parts of lines (content mode)."},
+            "-A": {"type": "number", "minimum": 0, "description": "Lines to show after each match (content mode)."},
+            "-B": {"type": "number", "minimum": 0, "description": "Lines to show before each match (content mode)."},
+            "-C": {"type": "number", "minimum": 0, "description": "Lines to show before and after each match (content mode)."},
+            "context": {"type": "number", "minimum": 0, "description": "Same as -C."},
+            "head_limit": {"type": "number", "minimum": 0, "description": "Show at most this many entries (default 250; 0 for no limit)."},
+            "offset": {"type": "number", "minimum": 0, "description": "Skip this many entries first (default 0)."},
             "multiline": {"type": "boolean", "description": "Let patterns span lines; . matches newlines (default false)."},
         },
         "required": ["pattern"],
@@ -61,8 +65,8 @@ class GrepTool(Tool):
             raise ToolError("pattern is empty. Pass a regular expression to search for.")
         mode = input.get("output_mode") or "files_with_matches"
         cwd = Path(ctx.session.cwd)
-        args = ["--hidden", "--max-columns", str(MAX_COLUMNS), "--color", "never", "--no-heading",
-                "--with-filename", *vcs_excludes()]
+        # No --with-filename: like Claude Code, a search of one file prints its lines without the file name.
+        args = ["--hidden", "--max-columns", str(MAX_COLUMNS), "--color", "never", "--no-heading", *vcs_excludes()]
         if input.get("multiline"):
             args += ["-U", "--multiline-dotall"]
         if input.get("-i"):
@@ -74,24 +78,32 @@ class GrepTool(Tool):
         else:
             if input.get("-n", True):
                 args.append("-n")
+            if input.get("-o"):
+                args.append("-o")
             ctx_lines = input.get("context") if input.get("context") is not None else input.get("-C")
             if ctx_lines is not None:
-                args += ["-C", str(ctx_lines)]
+                args += ["-C", str(int(ctx_lines))]
             else:
                 if input.get("-A") is not None:
-                    args += ["-A", str(input["-A"])]
+                    args += ["-A", str(int(input["-A"]))]
                 if input.get("-B") is not None:
-                    args += ["-B", str(input["-B"])]
+                    args += ["-B", str(int(input["-B"]))]
         globs = (input.get("glob") or "").split()
         if input.get("type"):
             args += ["--type", input["type"]]
         args += ["-e", pattern, "--"]
         target = input.get("path")
         if target:
-            if not ctx.resolve(target).exists():
-                raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.")
+            try:
+                mode = os.stat(ctx.resolve(target)).st_mode
+            except OSError:
+                raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.") from None
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                # A FIFO or a device would block rg (and outlive us): never open one (issue 21).
+                raise ToolError(f"{ctx.resolve(target)} is not a regular file or directory (a pipe, socket or device); Grep searches files and directories only.")
             args.append(target if os.path.isabs(target) else str(Path(target)))
-        rc, out, err = await run_rg(args, cwd, globs=globs or None)
+        timeout = env_int("GREP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, minimum=1) / 1000
+        rc, out, err = await run_rg(args, cwd, timeout=timeout, globs=globs or None)
         if rc == 2 and not out.strip():
             msg = err.decode("utf-8", errors="replace").strip() or "ripgrep failed"
             if "regex" in msg.lower():
@@ -99,13 +111,13 @@ class GrepTool(Tool):
             raise ToolError(f"Grep failed: {msg}")
         lines = out.decode("utf-8", errors="replace").splitlines()
         if not lines:
-            return ToolOutput("No matches found", summary="no matches")
+            return ToolOutput("No files found" if mode == "files_with_matches" else "No matches found", summary="no matches")
         if mode == "files_with_matches":
             lines = _newest_first(cwd, lines)
         total = len(lines)
-        offset = input.get("offset") or 0
+        offset = int(input.get("offset") or 0)
         head_limit = input.get("head_limit")
-        head_limit = DEFAULT_HEAD_LIMIT if head_limit is None else head_limit
+        head_limit = DEFAULT_HEAD_LIMIT if head_limit is None else int(head_limit)
         shown = lines[offset:] if head_limit == 0 else lines[offset : offset + head_limit]
         if not shown:
             return ToolOutput(f"No results at offset={offset}: there are only {total} entries. Use a smaller offset.", summary="past the end")
@@ -116,7 +128,7 @@ class GrepTool(Tool):
         elif mode == "count":
             n = sum(int(line.rsplit(":", 1)[1]) for line in lines if line.rsplit(":", 1)[-1].isdigit())
             header = ""
-            body += f"\n\nFound {n} match{'es' if n != 1 else ''} in {total} file{'s' if total != 1 else ''}."
+            body += f"\n\nFound {n} total occurrence{'s' if n != 1 else ''} across {total} file{'s' if total != 1 else ''}."
             summary = f"{n} matches"
         else:
             header = ""

@@ -46,7 +46,7 @@ class ReadMcpResourceTool(Tool):
     name = "ReadMcpResource"
     description = (
         "Read one resource from an MCP server by its URI (see ListMcpResources). Returns the resource's text; "
-        "binary contents are shown as a placeholder."
+        "images come back as images, other binary contents are saved to a file whose path is given."
     )
     input_schema = {
         "type": "object",
@@ -71,13 +71,19 @@ class ReadMcpResourceTool(Tool):
         return None
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        from services.mcp.content import read_resource_blocks
         from services.mcp.manager import McpError
 
+        spill = (ctx.session_dir / "tool-results") if ctx.session_dir else None
         try:
-            text = await self.manager.read_resource(input["server"], input["uri"])
+            blocks = await read_resource_blocks(self.manager, input["server"], input["uri"], spill,
+                                                stem=f"resource-{ctx.tool_use_id or input['server']}")
         except McpError as exc:
             return ToolOutput(str(exc), is_error=True)
-        return ToolOutput(text, summary=f"{len(text)} chars")
+        if all(b["type"] == "text" for b in blocks):
+            text = "\n".join(b["text"] for b in blocks)
+            return ToolOutput(text, summary=f"{len(text)} chars")
+        return ToolOutput(blocks, summary=f"{len(blocks)} parts")
 
 
 def resource_tools(manager: Any) -> list[Tool]:

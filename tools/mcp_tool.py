@@ -1,9 +1,13 @@
-"""A tool offered by an MCP server, as `mcp__<server>__<tool>`.
+"""A tool offered by an MCP server, under a public name the API accepts (`services/mcp/names.py`).
 
 The server's JSON Schema is passed through whole; `readOnlyHint` makes the tool read-only (and so
-concurrency-safe and allowed without asking); results map onto tool_result content blocks (text, images;
-resource links and embedded resources as text). Like the built-ins, results are compactable and spill
-past `max_result_chars`.
+concurrency-safe and allowed without asking); results map onto tool_result content blocks (text; images
+fitted to the Read tool's limits; audio and other binary content saved to the session's spill directory
+with a pointer). Like the built-ins, results are compactable and spill past `max_result_chars`.
+
+`sync_mcp_tools` keeps a tool list in step with the servers between model calls: the tools of a server
+that became ready (or changed its list) are appended at the end, so the part of the list the prompt cache
+already holds stays the same; the tools of a server that went away are removed.
 """
 
 from __future__ import annotations
@@ -11,27 +15,33 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.messages import image_block, text_block
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolOutput
 
-IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
+MAX_DESCRIPTION = 2048
 
 
 class McpTool(Tool):
     max_result_chars = DEFAULT_MAX_RESULT_CHARS
 
-    def __init__(self, manager: Any, server: str, tool: Any):
-        from services.mcp.manager import public_tool_name
-
+    def __init__(self, manager: Any, server: str, tool: Any, public_name: str | None = None):
         self.manager = manager
         self.server = server
         self.tool_name = tool.name
-        self.name = public_tool_name(server, tool.name)
-        self.description = (tool.description or f"MCP tool {tool.name} from server {server}").strip()
+        if public_name is None:
+            from services.mcp.names import public_tool_name
+
+            public_name = public_tool_name(server, tool.name)
+        self.name = public_name
+        description = (tool.description or f"MCP tool {tool.name} from server {server}").strip()
+        if len(description) > MAX_DESCRIPTION:  # a server's essay must not crowd the context
+            description = description[:MAX_DESCRIPTION] + "… [truncated]"
+        self.description = description
         schema = tool.inputSchema if isinstance(tool.inputSchema, dict) else {}
-        self.input_schema = schema or {"type": "object", "properties": {}}
+        # The API takes only object schemas; anything else would fail every request, so it is replaced.
+        self.input_schema = schema if schema.get("type") == "object" else {"type": "object", "properties": {}}
         annotations = getattr(tool, "annotations", None)
         self.read_only = bool(getattr(annotations, "readOnlyHint", False)) if annotations else False
+        self._spec = json.dumps([self.description, self.input_schema, self.read_only], sort_keys=True, default=str)
 
     def describe(self, input: dict[str, Any]) -> str:
         args = json.dumps(input, ensure_ascii=False)
@@ -41,38 +51,36 @@ class McpTool(Tool):
         return None
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        from services.mcp.content import Sink
         from services.mcp.manager import McpError
 
+        progress_sink = getattr(self.manager, "handlers", None)
+        last: list[str] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            text = f"{progress:g}/{total:g}" if total else f"{progress:g}"
+            text += f" {message}" if message else ""
+            last[:] = [text]
+            report = getattr(progress_sink, "progress", None)
+            if report is not None:
+                report(ctx.tool_use_id, text)
+
         try:
-            result = await self.manager.call_tool(self.server, self.tool_name, input)
+            result = await self.manager.call_tool(self.server, self.tool_name, input, progress=on_progress)
         except McpError as exc:
             return ToolOutput(str(exc), is_error=True)
-        blocks = result_blocks(result)
-        return ToolOutput(blocks, is_error=bool(getattr(result, "isError", False)), summary=_summary(blocks))
+        spill = (ctx.session_dir / "tool-results") if ctx.session_dir else None
+        blocks = result_blocks(result, Sink(spill, f"mcp-{ctx.tool_use_id or self.name}"))
+        summary = _summary(blocks) + (f", progress {last[0]}" if last else "")
+        return ToolOutput(blocks, is_error=bool(getattr(result, "isError", False)), summary=summary)
 
 
-def result_blocks(result: Any) -> list[dict[str, Any]]:
+def result_blocks(result: Any, sink: Any = None) -> list[dict[str, Any]]:
     """An MCP CallToolResult as tool_result content blocks."""
-    blocks: list[dict[str, Any]] = []
-    for c in getattr(result, "content", None) or []:
-        kind = getattr(c, "type", "")
-        if kind == "text":
-            blocks.append(text_block(c.text))
-        elif kind == "image":
-            if c.mimeType in IMAGE_TYPES:
-                blocks.append(image_block(c.mimeType, c.data))
-            else:
-                blocks.append(text_block(f"[image: {c.mimeType}, not shown]"))
-        elif kind == "audio":
-            blocks.append(text_block(f"[audio: {c.mimeType}, not shown]"))
-        elif kind == "resource_link":
-            label = f"{c.name}: " if getattr(c, "name", None) else ""
-            mime = f" ({c.mimeType})" if getattr(c, "mimeType", None) else ""
-            blocks.append(text_block(f"[resource link: {label}{c.uri}{mime}]"))
-        elif kind == "resource":
-            res = c.resource
-            text = getattr(res, "text", None)
-            blocks.append(text_block(text if isinstance(text, str) else f"[resource: {res.uri}, binary, not shown]"))
+    from services.mcp.content import Sink, content_blocks
+    from services.messages import text_block
+
+    blocks = content_blocks(getattr(result, "content", None) or [], sink or Sink(None, "mcp"))
     if not blocks:
         structured = getattr(result, "structuredContent", None)
         if structured is not None:
@@ -89,18 +97,42 @@ def _summary(blocks: list[dict[str, Any]]) -> str:
 
 
 def mcp_tools(manager: Any) -> list[Tool]:
-    """Tool objects for the engine from a connected `McpManager`: one per MCP tool (first of a name wins),
-    plus the resource tools when any server has resources. The manager only lists; tools are built here."""
+    """Tool objects for the engine from a `McpManager`: one per tool of each connected server (in the
+    order of the servers' names, then the tools' names), plus the resource tools when any server has
+    resources. The manager only lists; tools are built here."""
     from tools.mcp_resources import resource_tools
 
+    names = manager.public_names()
     out: list[Tool] = []
-    seen: set[str] = set()
-    for s in manager.connected():
-        for t in s.tools:
-            tool = McpTool(manager, s.name, t)
-            if tool.name not in seen:
-                seen.add(tool.name)
-                out.append(tool)
+    for s in sorted(manager.connected(), key=lambda s: s.name):
+        for t in sorted(s.tools, key=lambda t: names[(s.name, t.name)]):
+            out.append(McpTool(manager, s.name, t, names[(s.name, t.name)]))
     if manager.has_resources():
         out.extend(resource_tools(manager))
     return out
+
+
+def sync_mcp_tools(tools: list[Tool], manager: Any, blocked: set[str] | frozenset[str] = frozenset()) -> bool:
+    """Bring `tools` (in place) in step with the servers: gone or changed MCP tools removed, new ones
+    appended at the end in a fixed order. Returns whether anything changed."""
+    from tools.mcp_resources import ListMcpResourcesTool, ReadMcpResourceTool
+
+    wanted = [t for t in mcp_tools(manager) if t.name not in blocked]
+    by_name = {t.name: t for t in wanted}
+    changed = False
+    for i in range(len(tools) - 1, -1, -1):
+        t = tools[i]
+        if isinstance(t, McpTool):
+            new = by_name.get(t.name)
+            if new is None or not isinstance(new, McpTool) or new._spec != t._spec or new.tool_name != t.tool_name:
+                del tools[i]
+                changed = True
+        elif isinstance(t, ListMcpResourcesTool | ReadMcpResourceTool) and t.name not in by_name:
+            del tools[i]
+            changed = True
+    present = {t.name for t in tools}
+    for t in wanted:
+        if t.name not in present:
+            tools.append(t)
+            changed = True
+    return changed

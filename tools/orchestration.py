@@ -12,12 +12,14 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from services.events import ToolEndEvent, ToolStartEvent
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import (
     INTERRUPTED_TOOL_RESULT_MESSAGE,
+    MAX_INPUT_DEPTH,
     SKIPPED_TOOL_RESULT_MESSAGE,
     Message,
     ToolResultBlock,
@@ -26,11 +28,43 @@ from services.messages import (
     tool_result_block,
 )
 from services.trace import trace
-from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
+from tools.checkpoints import checkpoint_store
+from tools.diff_preview import diff_lines
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
 
+PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that show output
+DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
+
 MAX_PARALLEL_TOOLS = 10
+# Bounded work (issue 21): an input nested deeper or larger than this is refused with an is_error result
+# before anything walks it (validation, hooks, the renderers' JSON). 16 MiB is far beyond any real call.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+def input_limit_error(name: str, value: Any) -> str | None:
+    """Why `value` is too deep or too large for a tool input, or None; counted without recursion."""
+    size = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict | list):
+            if depth > MAX_INPUT_DEPTH:
+                return (f"Invalid input for {name}: nested deeper than {MAX_INPUT_DEPTH} levels. "
+                        "Send a flatter input.")
+            items = list(v.items()) if isinstance(v, dict) else [(None, x) for x in v]
+            for k, x in items:
+                size += 2 + (len(k) if isinstance(k, str) else 0)
+                stack.append((x, depth + 1))
+        elif isinstance(v, str):
+            size += len(v) + 2
+        else:
+            size += 8
+        if size > MAX_INPUT_BYTES:
+            return (f"Invalid input for {name}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MB. "
+                    "Write large content to a file in smaller steps.")
+    return None
 
 
 @dataclass
@@ -101,19 +135,36 @@ class ToolRunner:
         raw_input = use.get("input")
         tool = self.tools.get(name)
         started = time.monotonic()
-        await events.put(ToolStartEvent(tid, name, raw_input if isinstance(raw_input, dict) else {}))
+        limit_error = input_limit_error(name, raw_input)
+        shown_input = raw_input if isinstance(raw_input, dict) and limit_error is None else {}
+        checkpoints = checkpoint_store(self.ctx.session)
+        if checkpoints is not None:  # the file as it is before anything of this call runs
+            checkpoints.before_write(name, shown_input, Path(self.ctx.cwd))
+        diff = None
+        if name in DIFFED_TOOLS:
+            try:
+                diff = diff_lines(name, shown_input, self.ctx.cwd)
+            except Exception:
+                diff = None
+        await events.put(ToolStartEvent(tid, name, shown_input, diff))
         trace("tool.start", name=name, id=tid)
         end_turn = False
         output: ToolOutput | None = None
         try:
             if tool is None:
-                known = ", ".join(sorted(self.tools)) or "none"
-                raise ToolError(f"Unknown tool: {name}. Available tools: {known}.")
-            error = validate_input(tool, raw_input)
+                raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
+            if isinstance(raw_input, dict) and limit_error is None:
+                raw_input = tool.normalize_input(raw_input)
+            error = limit_error or validate_input(tool, raw_input)
             if error:
-                raise ToolError(error)
+                raise ToolError(tool_use_error(error))
             assert isinstance(raw_input, dict)
-            verdict = await self.gate.authorize(tool, raw_input, self.ctx)
+            verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
+            if verdict.allowed and verdict.updated_input is not None:
+                error = validate_input(tool, verdict.updated_input)  # the host's input is checked too
+                if error:
+                    raise ToolError(error)
+                raw_input = verdict.updated_input
             if not verdict.allowed:
                 end_turn = verdict.end_turn
                 output = ToolOutput(verdict.message, is_error=True, summary="denied")
@@ -139,13 +190,16 @@ class ToolRunner:
         block = tool_result_block(tid, _content_of(output), is_error=output.is_error)
         duration = time.monotonic() - started
         err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
-        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err))
+        text = output.content if isinstance(output.content, str) else ""
+        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
+                                      preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0))
         trace("tool.end", name=name, id=tid, ok=not output.is_error)
         return block, output, end_turn
 
     async def run(self, uses: list[ToolUseBlock]) -> AsyncIterator[ToolStartEvent | ToolEndEvent | BatchOutcome]:
         """Yields tool start/end events as they happen, then one BatchOutcome."""
-        results: dict[str, ToolResultBlock] = {}
+        # Keyed by the call itself, not its id: two calls with one id each keep their own result.
+        results: dict[int, ToolResultBlock] = {}
         new_messages: list[Message] = []
         end_turn = False
         aborted = False
@@ -190,24 +244,24 @@ class ToolRunner:
                 if task.cancelled() or task.exception() is not None:
                     if task.done() and not task.cancelled() and task.exception() is not None:
                         exc = task.exception()
-                        results[use["id"]] = tool_result_block(
+                        results[id(use)] = tool_result_block(
                             use["id"], f"{use['name']} failed: {exc}", is_error=True
                         )
                     else:
-                        results[use["id"]] = tool_result_block(
+                        results[id(use)] = tool_result_block(
                             use["id"], INTERRUPTED_TOOL_RESULT_MESSAGE, is_error=True
                         )
                         yield ToolEndEvent(use["id"], use["name"], False, "interrupted", 0.0, "Interrupted")
                     continue
                 block, output, deny_end = task.result()
-                results[use["id"]] = block
+                results[id(use)] = block
                 if output is not None:
                     new_messages.extend(output.new_messages)
                 end_turn = end_turn or deny_end
             if aborted:
                 break
         ordered = [
-            results.get(u["id"]) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
+            results.get(id(u)) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
             for u in uses
         ]
         yield BatchOutcome(ordered, new_messages, end_turn=end_turn or aborted, aborted=aborted)

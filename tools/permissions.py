@@ -1,19 +1,22 @@
 """The permission gate: decides whether a tool call runs, asks the front end, or is denied.
 
-Modes follow Claude Code: `default` (read-only tools run; others ask in the REPL and are denied in
-one-shot runs unless allowed), `acceptEdits` (Write/Edit inside the working directory run; Bash still
-asks), `plan` (read-only only), `bypassPermissions` (everything runs). `ALLOW_WRITE=1` allows
-non-read-only tools in one-shot runs (react-agent-mini's switch).
+Modes follow Claude Code: `default` (read-only tools run inside the working directories; others ask in
+the REPL and are denied in one-shot runs unless allowed), `acceptEdits` (Write/Edit inside the working
+directory run; Bash still asks), `plan` (read-only only; WebFetch/WebSearch ask), `bypassPermissions`
+(everything runs). `ALLOW_WRITE=1` allows non-read-only tools in one-shot runs.
 
 Rules (`--allowedTools`, `--disallowedTools`, settings `permissions.allow/ask/deny`):
   `Read`                 the whole tool
-  `Bash(git status:*)`   a command prefix (every part of a compound command must match to allow)
-  `Bash(npm test)`       that exact command
+  `Bash(git status:*)`   the words of a simple command (also `Bash(git status *)`); a command line is
+                         allowed only when every simple command in it is (tools/bash_parse.py)
+  `Bash(npm test)`       exactly these words
   `Edit(src/**)`         a glob on the path, relative to the working directory (or absolute);
-                         `Edit(...)` covers Write too, `Read(...)` covers Grep and Glob.
-Deny beats ask beats allow. Writes outside the working directory (through `..` or a symlink) are
-never allowed by a rule, acceptEdits or ALLOW_WRITE: they always ask (denied when nothing can ask).
-The front end supplies the async `ask` hook; one-shot runs have none, so nothing ever blocks.
+                         `Edit(...)` covers Write too, `Read(...)` covers every reading tool.
+Deny beats ask beats allow. Always asked (denied when nothing can ask), whatever the rules or mode
+short of bypass: writes outside the working directories (`..`, symlinks, Bash redirections),
+writes to protected paths (agent and Claude Code config, `.mcp.json`, `.env*`, `.git/`, shell
+start-up files), reads outside the working directories and `--add-dir`s. Secrets
+(`/proc/*/environ`, the agent home's credentials) are refused in every mode but bypass.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tools.base import Tool, ToolContext
+from tools.bash_parse import ParsedCommand, always_rule_content, parse_command, rule_matches, unwrapped
 
 REJECT_MESSAGE = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
@@ -40,13 +43,16 @@ MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 Mode = Literal["default", "acceptEdits", "plan", "bypassPermissions"]
 Answer = Literal["once", "always", "deny"]
 
-FILE_EDIT_TOOLS = ("Edit", "Write")
-# A rule on the key tool also covers these (Claude Code's grouping).
-RULE_ALIASES = {"Edit": ("Edit", "Write"), "Read": ("Read", "Grep", "Glob")}
-# For "always allow" on Bash: commands whose second word is a sub-command.
-_SUBCOMMAND_TOOLS = {"git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "kubectl", "pip", "pip3",
-                     "uv", "poetry", "make", "python", "python3", "npx", "dotnet", "gradle", "mvn", "brew",
-                     "apt", "apt-get", "gh", "terraform", "helm", "systemctl"}
+FILE_EDIT_TOOLS = ("Edit", "Write", "NotebookEdit")
+# A rule on the key tool also covers these (Claude Code's grouping); `Read` covers every reading tool.
+RULE_ALIASES = {"Edit": FILE_EDIT_TOOLS, "Read": ("Read", "Grep", "Glob", "LS", "NotebookRead")}
+# Tools that send data out of the machine: in plan mode they ask (plan must not exfiltrate what it read).
+NETWORK_TOOLS = ("WebFetch", "WebSearch")
+# Writes here run code on the next start or change what the agent trusts: they always ask.
+PROTECTED_DIRS = (".agents", ".claude", ".git")
+PROTECTED_NAMES = (".mcp.json", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+                   ".zprofile", ".zshenv", ".zlogin", ".inputrc", ".envrc", ".gitconfig", ".npmrc", ".pypirc")
+CREDENTIAL_FILES = (".credentials.json", "credentials.json", "credentials")
 
 
 @dataclass
@@ -55,6 +61,23 @@ class PermissionRequest:
     input: dict[str, Any]
     label: str
     reason: str = ""
+    tool_use_id: str = ""
+    # The whole command or target, escape sequences made visible, never truncated (issue 15 -> 20).
+    display: str = ""
+    # The exact rule an "always" answer stores (saved to the local settings file); None: not offered.
+    always_rule: str | None = None
+    cwd: str = ""  # the working directory of the call when it differs from the project root
+
+
+@dataclass
+class PermissionResult:
+    """A richer answer than `Answer`, from hosts that can give one (the SDK's can_use_tool): the input to
+    run instead (`updated_input`), the denial text the model gets (`message`), or an interrupt."""
+
+    answer: Answer
+    updated_input: dict[str, Any] | None = None
+    message: str = ""
+    interrupt: bool = False
 
 
 @dataclass
@@ -63,9 +86,26 @@ class Verdict:
     message: str = ""
     # A denial by the user in the REPL ends the turn; a policy denial in one-shot does not.
     end_turn: bool = False
+    # The input to run with, when the host changed it (PermissionResult.updated_input).
+    updated_input: dict[str, Any] | None = None
 
 
-AskHook = Callable[[PermissionRequest], Awaitable[Answer]]
+AskHook = Callable[[PermissionRequest], Awaitable[Answer | PermissionResult]]
+
+
+def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
+    """Claude Code's wording when nobody can be asked (`-p`): the permission was not granted."""
+    target = None
+    try:
+        target = tool.permission_target(input)
+    except Exception:
+        pass
+    if target is not None and target[0] == "path":
+        verb = "read from" if tool.is_read_only(input) else "write to"
+        return f"Claude requested permissions to {verb} {ctx.resolve(target[1])}, but you haven't granted it yet."
+    if target is not None and target[0] == "command":
+        return "This command requires approval"  # Claude Code 2.1's text for a generic Bash command
+    return f"Claude requested permissions to use {tool.name}, but you haven't granted it yet."
 
 
 @dataclass(frozen=True)
@@ -161,138 +201,131 @@ def is_outside(path: Path, root: Path) -> bool:
     return _path_candidates(path, root)[0] is None
 
 
-_SPLIT_OPERATORS = re.compile(r"\s*(?:&&|\|\||;|\||&|\n)\s*")
+# -- the gate -------------------------------------------------------------------------------------
 
 
-def split_command(command: str) -> tuple[list[str], bool]:
-    """The simple commands of a compound command line, and whether it is too complex to reason about
-    (command substitution, backticks, subshells, redirection to a process)."""
-    parts: list[str] = []
-    buf: list[str] = []
-    quote = ""
-    complex_ = False
-    i = 0
-    while i < len(command):
-        c = command[i]
-        if quote:
-            buf.append(c)
-            if c == "\\" and quote == '"' and i + 1 < len(command):
-                buf.append(command[i + 1])
-                i += 2
-                continue
-            if c == quote:
-                quote = ""
-            elif quote == '"' and (c == "`" or command.startswith("$(", i)):
-                complex_ = True
-            i += 1
-            continue
-        if c in "'\"":
-            quote = c
-            buf.append(c)
-        elif c == "\\" and i + 1 < len(command):
-            buf.append(command[i : i + 2])
-            i += 2
-            continue
-        elif c == "`" or command.startswith("$(", i) or command.startswith("<(", i) or command.startswith(">(", i) or c in "()":
-            complex_ = True
-            buf.append(c)
-        elif command.startswith(("&&", "||"), i):
-            parts.append("".join(buf))
-            buf = []
-            i += 2
-            continue
-        elif c in ";|&\n":
-            parts.append("".join(buf))
-            buf = []
+
+
+# -- paths -----------------------------------------------------------------------------------------
+
+
+def is_protected(real: str) -> bool:
+    """A path whose change runs code on the next start or changes what the agent trusts."""
+    parts = Path(real).parts
+    name = parts[-1] if parts else ""
+    return any(p in PROTECTED_DIRS for p in parts[:-1]) or name in PROTECTED_DIRS or name in PROTECTED_NAMES \
+        or name.startswith(".env")
+
+
+def _inside(real: str, dirs: list[str]) -> bool:
+    return any(real == d or real.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def secret_reason(real: str, home: Path, recursive: bool) -> str | None:
+    """Why reading `real` would expose a secret, or None. `recursive`: a search below it counts too."""
+    if re.fullmatch(r"/proc/[^/]+/(task/[^/]+/)?environ", real):
+        return "a process environment"
+    if recursive and (real in ("/", "/proc") or re.fullmatch(r"/proc/[^/]+(/task(/[^/]+)?)?", real)):
+        return "a search through process environments (/proc/*/environ)"
+    homes = [os.path.realpath(home), os.path.realpath(Path.home() / ".claude")]
+    for h in homes:
+        if any(real == os.path.join(h, n) for n in CREDENTIAL_FILES):
+            return "the agent's credentials"
+        if recursive and _inside(h, [real]):
+            return "a search through the agent's credentials"
+    return None
+
+
+def display_text(text: str) -> str:
+    """The text with control characters and escape sequences made visible (kept whole, newlines kept)."""
+    out = []
+    for ch in text:
+        if ch == "\n" or ch == "\t":
+            out.append(ch)
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\x{ord(ch):02x}")
+        elif 0x80 <= ord(ch) < 0xA0 or ch in "\u200b\u200c\u200d\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff":
+            out.append(f"\\u{ord(ch):04x}")
         else:
-            buf.append(c)
-        i += 1
-    if quote:
-        complex_ = True
-    parts.append("".join(buf))
-    return [" ".join(p.split()) for p in parts if p.strip()], complex_
+            out.append(ch)
+    return "".join(out)
 
 
-def command_matches(content: str, command: str) -> bool:
-    """One simple command against a rule's content: `prefix:*`, an exact command, or a `*` wildcard."""
-    if content.endswith(":*"):
-        prefix = " ".join(content[:-2].split())
-        return command == prefix or command.startswith(prefix + " ")
-    if "*" in content:
-        regex = ".*".join(re.escape(p) for p in " ".join(content.split()).split("*"))
-        return re.fullmatch(regex, command, re.S) is not None
-    return command == " ".join(content.split())
-
-
-def bash_prefix_rule(command: str) -> str:
-    """The session rule content "always allow" adds for a Bash command: its prefix, never all of Bash."""
-    parts, complex_ = split_command(command)
-    if len(parts) != 1 or complex_:
-        return " ".join(command.split())  # only this exact command line
+def _target(tool: Tool, input: dict[str, Any]) -> tuple[str, str] | None:
     try:
-        words = shlex.split(parts[0])
-    except ValueError:
-        return parts[0]
-    if not words:
-        return parts[0]
-    n = 2 if words[0] in _SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-") else 1
-    return " ".join(shlex.quote(w) for w in words[:n]) + ":*"
+        return tool.permission_target(input)
+    except Exception:
+        return None
 
 
-# -- settings -------------------------------------------------------------------------------------
-
-
-@dataclass
-class PermissionSettings:
-    allow: list[str] = field(default_factory=list)
-    ask: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)
-    default_mode: str | None = None
-
-
-def load_settings(paths: list[Path]) -> PermissionSettings:
-    """`permissions.{allow,ask,deny,defaultMode}` from JSON settings files (later files add to earlier)."""
-    out = PermissionSettings()
-    for p in paths:
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        perms = data.get("permissions") if isinstance(data, dict) else None
-        if not isinstance(perms, dict):
-            continue
-        for key in ("allow", "ask", "deny"):
-            values = perms.get(key)
-            if isinstance(values, list):
-                getattr(out, key).extend(str(v) for v in values if isinstance(v, str))
-        mode = perms.get("defaultMode")
-        if isinstance(mode, str) and mode in MODES:
-            out.default_mode = mode
+def _read_paths(tool: Tool, input: dict[str, Any]) -> list[str]:
+    """The paths a read-only tool reads (its target, and an absolute / `..` Glob pattern)."""
+    out = []
+    target = _target(tool, input)
+    if target and target[0] == "path":
+        out.append(target[1])
+    pattern = input.get("pattern")
+    if tool.name == "Glob" and isinstance(pattern, str) and (pattern.startswith(("/", "~")) or ".." in pattern):
+        base = re.split(r"[*?\[{]", pattern, maxsplit=1)[0]
+        out.append(base.rsplit("/", 1)[0] or "/" if "/" in base else base)
     return out
 
 
-# -- the gate -------------------------------------------------------------------------------------
+# -- the gate ----------------------------------------------------------------------------------------
 
 
 @dataclass
 class PermissionGate:
     mode: Mode = "default"
     ask: AskHook | None = None
-    # Session rules added by "always allow": (tool name, path glob / Bash rule content, or None).
+    # Rules added by "always" answers this session: (tool name, rule content or None). Also saved.
     session_rules: list[tuple[str, str | None]] = field(default_factory=list)
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     ask_tools: list[str] = field(default_factory=list)
+    # Directories besides the project root the tools may read and write (`--add-dir`).
+    additional_dirs: list[Path] = field(default_factory=list)
+    # Where "always" answers are saved (the local settings file); None keeps them in the session.
+    rules_file: Path | None = None
+    home: Path | None = None
+    notices: list[str] = field(default_factory=list)  # e.g. a rules file that could not be written
+    # One-shot and SDK runs: with nobody to ask, a denial tells the model the permission was not granted.
+    headless: bool = False
+    # Every denial of the current task, as Claude Code reports them (`permission_denials`).
+    denials: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"unknown permission mode {self.mode!r}; expected one of {', '.join(MODES)}")
 
     def _allowed_by_env(self) -> bool:
-        return os.environ.get("ALLOW_WRITE") == "1"
+        from services.config import getenv
 
-    # A rule list matched against one call.
-    def _match(self, rules: list[Rule], tool: Tool, input: dict[str, Any], ctx: ToolContext, *, all_parts: bool) -> Rule | None:
+        return getenv("ALLOW_WRITE") == "1"
+
+    def _home(self) -> Path:
+        if self.home is None:
+            from services.config import agent_home
+
+            self.home = agent_home()
+        return self.home
+
+    def _dirs(self, ctx: ToolContext) -> list[str]:
+        return [real_path(ctx.project_root), *(real_path(d) for d in self.additional_dirs)]
+
+    def _read_dirs(self, ctx: ToolContext) -> list[str]:
+        # Spilled results live in the session directory under the agent home: the model reads them back.
+        extra = [real_path(ctx.session_dir)] if getattr(ctx, "session_dir", None) else []
+        return [*self._dirs(ctx), *extra, real_path(self._home() / "projects")]
+
+    # -- rules --
+    def _rules(self, texts: list[str]) -> list[Rule]:
+        return [Rule.parse(r) for r in texts]
+
+    def _match(self, rules: list[Rule], tool: Tool, input: dict[str, Any], ctx: ToolContext,
+               parsed: ParsedCommand | None, *, any_part: bool) -> Rule | None:
+        """The first rule that applies. `any_part`: deny/ask semantics (one simple command matching is
+        enough, wrappers such as `sudo` looked behind); otherwise allow semantics (see _bash_allowed)."""
         target = _target(tool, input)
         for rule in rules:
             if not rule.covers(tool.name):
@@ -305,91 +338,208 @@ class PermissionGate:
             if kind == "path":
                 if path_matches(rule.content, ctx.resolve(value), ctx.project_root):
                     return rule
-            else:
-                parts, complex_ = split_command(value)
-                whole = " ".join(value.split())
-                if command_matches(rule.content, whole) and (not all_parts or (len(parts) <= 1 and not complex_)):
+            elif kind == "command" and parsed is not None and any_part:
+                if any(rule_matches(rule.content, c) for cmd in parsed.commands for c in unwrapped(cmd)):
                     return rule
-                if all_parts:
-                    if not complex_ and parts and all(command_matches(rule.content, p) for p in parts):
-                        return rule
-                elif any(command_matches(rule.content, p) for p in parts):
-                    return rule
+            elif kind != "command" and _plain_matches(rule.content, value):
+                return rule
         return None
 
-    def _allow_match(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> bool:
-        rules = [Rule.parse(r) for r in self.allowed_tools] + [Rule(n, t) for n, t in self.session_rules]
-        target = _target(tool, input)
-        if target and target[0] == "command" and not any(r.content is None and r.covers(tool.name) for r in rules):
-            # Every part of a compound command must be allowed by some rule.
-            parts, complex_ = split_command(target[1])
-            whole = " ".join(target[1].split())
-            cmd_rules = [r for r in rules if r.covers(tool.name) and r.content is not None]
-            if any(command_matches(r.content or "", whole) for r in cmd_rules if not r.content.endswith(":*")):
-                return True
-            if complex_ or not parts:
-                return False
-            return all(any(command_matches(r.content or "", p) for r in cmd_rules) for p in parts)
-        return self._match(rules, tool, input, ctx, all_parts=True) is not None
-
-    def _outside_write(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> bool:
-        target = _target(tool, input)
-        if target is None or target[0] != "path" or tool.is_read_only(input):
+    def _bash_allowed(self, rules: list[Rule], parsed: ParsedCommand, ctx: ToolContext) -> bool:
+        """Every simple command allowed by some rule (a `cd` inside the working directories counts),
+        nothing unprovable."""
+        if parsed.problems or not parsed.commands:
             return False
-        return is_outside(ctx.resolve(target[1]), ctx.project_root)
+        contents = [r.content for r in rules if r.covers("Bash") and r.content is not None]
+        for cmd in parsed.commands:
+            if self._harmless_cd(cmd.words, ctx):
+                continue
+            if not any(rule_matches(c, cmd) for c in contents):
+                return False
+        return True
 
+    def _harmless_cd(self, words: list[str | None], ctx: ToolContext) -> bool:
+        if len(words) != 2 or words[0] != "cd" or words[1] is None:
+            return False
+        return _inside(real_path(ctx.resolve(words[1])), self._dirs(ctx))
+
+    # -- the checks that force a question --
+    def _write_reasons(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: ParsedCommand | None) -> list[str]:
+        reasons: list[str] = []
+        paths: list[str] = []
+        target = _target(tool, input)
+        if target and target[0] == "path" and not tool.is_read_only(input):
+            paths.append(target[1])
+        if parsed is not None:
+            paths.extend(parsed.writes)
+            moved = any(c.name in ("cd", "pushd", "popd") for c in parsed.commands)
+            if moved and any(not os.path.isabs(w) for w in parsed.writes):
+                # `cd .git && echo x > hooks/pre-commit`: the target depends on where the cd went.
+                reasons.append("writes to a path relative to a directory the command changes to")
+        for p in paths:
+            real = real_path(ctx.resolve(p))
+            if not _inside(real, self._dirs(ctx)):
+                reasons.append(f"writes outside the working directory ({real})")
+            elif is_protected(real):
+                reasons.append(f"writes a protected path ({real}): configuration that runs code or grants trust")
+        return reasons
+
+    def _read_reason(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str | None:
+        if not tool.is_read_only(input):
+            return None
+        for p in _read_paths(tool, input):
+            real = real_path(ctx.resolve(p))
+            if not _inside(real, self._read_dirs(ctx)):
+                return f"reads outside the working directory ({real})"
+        return None
+
+    def _secret(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str | None:
+        recursive = tool.name in ("Grep", "Glob", "LS")
+        paths = _read_paths(tool, input) if tool.is_read_only(input) else []
+        target = _target(tool, input)
+        if target and target[0] == "path" and target[1] not in paths:
+            paths.append(target[1])
+        for p in paths:
+            why = secret_reason(real_path(ctx.resolve(p)), self._home(), recursive)
+            if why:
+                return why
+        return None
+
+    # -- the decision --
     async def authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
-        deny = [Rule.parse(r) for r in self.disallowed_tools]
-        if self._match(deny, tool, input, ctx, all_parts=False):
+        verdict = await self._authorize(tool, input, ctx)
+        if not verdict.allowed:
+            self.denials.append({"tool_name": tool.name, "tool_use_id": ctx.tool_use_id, "tool_input": input})
+        elif tool.name == "Grep" and self.mode != "bypassPermissions":
+            verdict.updated_input = self._grep_excluding_denied(verdict.updated_input or input)
+        return verdict
+
+    def _grep_excluding_denied(self, input: dict[str, Any]) -> dict[str, Any] | None:
+        """A search of a directory must not read files a Read deny rule covers: those patterns are added
+        to Grep's globs as exclusions (`Read(.env)` -> `!.env`, matched at any depth like .gitignore)."""
+        patterns = [r.content for r in self._rules(self.disallowed_tools)
+                    if r.tool in ("Read", "Grep") and r.content and not any(c.isspace() for c in r.content)]
+        if not patterns:
+            return None
+        excludes = " ".join("!" + (p[2:] if p.startswith("./") else p) for p in patterns)
+        globs = input.get("glob") if isinstance(input.get("glob"), str) else ""
+        return {**input, "glob": f"{globs} {excludes}".strip()}
+
+    async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
+        target = _target(tool, input)
+        parsed = parse_command(target[1]) if target and target[0] == "command" and tool.name == "Bash" else None
+        if self._match(self._rules(self.disallowed_tools), tool, input, ctx, parsed, any_part=True):
             return Verdict(False, REJECT_MESSAGE)
+        secret = self._secret(tool, input, ctx)
+        if secret and self.mode != "bypassPermissions":
+            return Verdict(False, f"Refused: {tool.name} would read {secret}. This is never allowed outside "
+                                  "bypassPermissions mode.")
         if self.mode == "bypassPermissions":
             return Verdict(True)
         read_only = tool.is_read_only(input)
         if self.mode == "plan" and not read_only:
             return Verdict(False, f"Plan mode: {tool.name} is not read-only and cannot run. " + REJECT_MESSAGE)
-        ask_rule = self._match([Rule.parse(r) for r in self.ask_tools], tool, input, ctx, all_parts=False)
-        outside = self._outside_write(tool, input, ctx)
-        reason = ""
-        if outside:
-            reason = "writes outside the working directory"
-        elif ask_rule is not None:
-            reason = f"matches the ask rule {ask_rule}"
-        else:
+        allow_rules = self._rules(self.allowed_tools) + [Rule(n, t) for n, t in self.session_rules]
+        reasons = self._write_reasons(tool, input, ctx, parsed)
+        read_reason = self._read_reason(tool, input, ctx)
+        if read_reason and not self._match(self._rules(self.allowed_tools), tool, input, ctx, None, any_part=False):
+            reasons.append(read_reason)
+        ask_rule = self._match(self._rules(self.ask_tools), tool, input, ctx, parsed, any_part=True)
+        if ask_rule is not None:
+            reasons.append(f"matches the ask rule {ask_rule}")
+        if self.mode == "plan" and tool.name in NETWORK_TOOLS and not self._match(allow_rules, tool, input, ctx, None, any_part=False):
+            reasons.append("plan mode: sends data out of the machine")
+        if not reasons:
             if read_only:
                 return Verdict(True)
-            if self._allow_match(tool, input, ctx):
+            if parsed is not None:
+                whole = any(r.content is None and r.covers(tool.name) for r in allow_rules)
+                if whole or self._bash_allowed(allow_rules, parsed, ctx):
+                    return Verdict(True)
+            elif self._match(allow_rules, tool, input, ctx, None, any_part=False):
                 return Verdict(True)
             if self.mode == "acceptEdits" and tool.name in FILE_EDIT_TOOLS:
                 return Verdict(True)
             if self._allowed_by_env():
                 return Verdict(True)
         if self.ask is None:
-            return Verdict(False, REJECT_MESSAGE)
-        answer = await self.ask(PermissionRequest(tool, input, tool.describe(input), reason))
+            if read_reason and read_reason in reasons:
+                return Verdict(False, f"Refused: {tool.name} {read_reason}. Only the working directory and "
+                                      "directories added with --add-dir can be read in this mode; ask the user "
+                                      "to re-run with --add-dir <dir> if this file is needed.")
+            return Verdict(False, headless_denial(tool, input, ctx) if self.headless else REJECT_MESSAGE)
+        always = None if reasons and any(not r.startswith("matches the ask rule") for r in reasons) \
+            else self.always_rule_for(tool, input, ctx, parsed)
+        request = PermissionRequest(
+            tool, input, tool.describe(input), "; ".join(reasons), ctx.tool_use_id,
+            display=self.display_for(tool, input), always_rule=always,
+            cwd=str(ctx.session.cwd) if Path(ctx.session.cwd) != Path(ctx.project_root) else "",
+        )
+        answer = await self.ask(request)
+        if isinstance(answer, PermissionResult):
+            if answer.answer == "deny":
+                return Verdict(False, answer.message or REJECT_MESSAGE, end_turn=answer.interrupt)
+            return Verdict(True, updated_input=answer.updated_input)
         if answer == "always":
-            if not outside:
-                rule = self.session_rule_for(tool, input, ctx)
-                if rule not in self.session_rules:
-                    self.session_rules.append(rule)
+            if always is not None:
+                self.remember(always)
             return Verdict(True)
         if answer == "once":
             return Verdict(True)
         return Verdict(False, REJECT_MESSAGE, end_turn=True)
 
-    def session_rule_for(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> tuple[str, str | None]:
-        """What "always allow" remembers: this tool on this path, or this command prefix for Bash."""
+    # -- the question's data --
+    @staticmethod
+    def display_for(tool: Tool, input: dict[str, Any]) -> str:
+        target = _target(tool, input)
+        if target is not None:
+            return display_text(target[1])
+        return display_text(json.dumps(input, ensure_ascii=False))
+
+    def always_rule_for(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
+                        parsed: ParsedCommand | None = None) -> str | None:
+        """The exact rule an "always" answer stores, or None when "always" must not be offered
+        (a compound or unprovable command, a protected or outside path)."""
         target = _target(tool, input)
         if target is None:
-            return (tool.name, None)
+            return tool.name
         kind, value = target
         if kind == "command":
-            return (tool.name, bash_prefix_rule(value))
+            if tool.name != "Bash":
+                return f"{tool.name}({value})"
+            content = always_rule_content(value)
+            return f"Bash({content})" if content is not None else None
+        if kind != "path":
+            return f"{tool.name}({value})"
         rel, real = _path_candidates(ctx.resolve(value), ctx.project_root)
-        return (tool.name, glob_escape(rel if rel is not None else real))
+        if rel is None or is_protected(real):
+            return None
+        return f"{tool.name}({glob_escape(rel)})"
+
+    def remember(self, rule_text: str) -> None:
+        """Keep an "always" rule for the session and save it to the local settings file."""
+        rule = Rule.parse(rule_text)
+        if (rule.tool, rule.content) not in self.session_rules:
+            self.session_rules.append((rule.tool, rule.content))
+        if self.rules_file is None:
+            return
+        from services.settings import save_local_rule
+
+        try:
+            save_local_rule(self.rules_file, rule_text)
+        except (OSError, ValueError) as exc:
+            self.notices.append(f"could not save {rule_text} to {self.rules_file}: {exc}")
+
+    def session_rule_for(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> tuple[str, str | None]:
+        """Kept for callers of the old API: the (tool, content) of `always_rule_for`."""
+        text = self.always_rule_for(tool, input, ctx)
+        rule = Rule.parse(text) if text else Rule(tool.name, "")
+        return (rule.tool, rule.content)
 
 
-def _target(tool: Tool, input: dict[str, Any]) -> tuple[str, str] | None:
-    try:
-        return tool.permission_target(input)
-    except Exception:
-        return None
+def _plain_matches(content: str, value: str) -> bool:
+    """A rule on a non-path, non-Bash target (a URL, a query): `*` wildcards, else exact."""
+    if "*" in content:
+        regex = ".*".join(re.escape(p) for p in content.split("*"))
+        return re.fullmatch(regex, value, re.S) is not None
+    return content == value

@@ -50,13 +50,19 @@ def is_fresh(rec: ReadRecord, path: Path) -> bool:
     return st.st_mtime_ns == rec.mtime_ns and st.st_size == rec.size
 
 
+NOT_READ = "File has not been read yet. Read it first before writing to it."
+MODIFIED = ("File has been modified since read, either by the user or by a linter. "
+            "Read it again before attempting to write it.")
+
+
 def require_fresh(ctx: ToolContext, path: Path, action: str) -> str | None:
-    """None when `path` was read and is unchanged since; else the one-line refusal."""
+    """None when `path` was read and is unchanged since; else the one-line refusal (Claude Code's wording).
+
+    This protects changes the model has not seen: the user's, a formatter's, a command's.
+    """
     rec = get(ctx, path)
     if rec is None:
-        return (f"{path} has not been read in this session. Read it first (the Read tool), then {action} "
-                "it; this protects changes you have not seen.")
+        return NOT_READ
     if not is_fresh(rec, path):
-        return (f"{path} has changed on disk since it was last read (by the user, a formatter or a command). "
-                f"Read it again, then {action} it.")
+        return MODIFIED
     return None

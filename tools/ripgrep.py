@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from tools.base import ToolError
+from tools.proctree import pdeathsig_preexec
 
 MISSING_MESSAGE = (
     "ripgrep (rg) was not found next to the Python interpreter or on PATH. Install the `ripgrep` Python "
@@ -82,6 +83,7 @@ async def _run(args: list[str], cwd: Path, timeout: float) -> tuple[int, bytes, 
         cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        preexec_fn=pdeathsig_preexec(),  # rg dies with the agent, even when blocked (issue 21)
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import os
 import re
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-import httpx
-
+from services.config import getenv
 from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:  # httpx is imported when a request is made: start-up stays light
+    import httpx
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_BYTES = 512 * 1024
@@ -59,7 +60,7 @@ class UrlRefused(ToolError):
 
 
 def _env_allows_private() -> bool:
-    return os.environ.get("WEBFETCH_ALLOW_PRIVATE", "").strip().lower() in ("1", "true", "yes", "on")
+    return (getenv("WEBFETCH_ALLOW_PRIVATE") or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
@@ -305,6 +306,8 @@ class WebFetchTool(Tool):
                 )
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        import httpx
+
         url = input["url"].strip()
         check_url_syntax(url)  # a bad scheme is refused before anything else happens
         async with httpx.AsyncClient(

@@ -10,16 +10,17 @@ HTTP transport is injectable (tests use `httpx.MockTransport`).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
+from services.config import agent_environ
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+if TYPE_CHECKING:  # httpx is imported when a request is made: start-up stays light
+    import httpx
 from tools.web_fetch import abortable
 
 DEFAULT_RESULTS = 8
@@ -98,7 +99,7 @@ class SearchAdapter:
 
     def __init__(self, api_key: str, env: Mapping[str, str] | None = None):
         self.api_key = api_key
-        self.env = env if env is not None else os.environ
+        self.env = env if env is not None else agent_environ()
 
     async def search(
         self, client: httpx.AsyncClient, query: str, count: int, allowed: list[str], blocked: list[str]
@@ -196,7 +197,7 @@ def adapter_name(env: Mapping[str, str]) -> str:
 
 def adapter_from_env(env: Mapping[str, str] | None = None) -> SearchAdapter:
     """The configured adapter, or SearchConfigError saying which variable is missing."""
-    env = env if env is not None else os.environ
+    env = env if env is not None else agent_environ()
     name = adapter_name(env)
     cls = ADAPTERS.get(name)
     if cls is None:
@@ -289,6 +290,8 @@ class WebSearchTool(Tool):
         allowed = [d for d in input.get("allowed_domains") or [] if isinstance(d, str) and d.strip()]
         blocked = [d for d in input.get("blocked_domains") or [] if isinstance(d, str) and d.strip()]
         trace("websearch.request", adapter=self.adapter.name, query_len=len(query), count=count)
+        import httpx
+
         async with httpx.AsyncClient(transport=self.transport, timeout=httpx.Timeout(self.timeout)) as client:
             try:
                 raw = await abortable(

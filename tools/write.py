@@ -6,16 +6,17 @@ import os
 from typing import Any
 
 from tools import read_state
-from tools.base import Tool, ToolContext, ToolError, ToolOutput
-from tools.fsutil import atomic_write
+from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
+from tools.fsutil import atomic_write, content_too_large
 
-DESCRIPTION = """Writes a file to the local filesystem, replacing its whole content.
+# Claude Code's words after a successful write: the model need not Read the file back.
+STATE_CURRENT = "(file state is current in your context — no need to Read it back)"
+
+DESCRIPTION = """Writes a file to the local filesystem, replacing its whole content (parent directories are created).
 
 Usage:
-- file_path may be absolute or relative to the current working directory; missing parent directories are created.
-- Overwriting an existing file requires that you Read it first in this conversation and that it has not changed since; otherwise the call fails. Read it, then write.
-- Prefer Edit for changing part of an existing file: it sends only the change and cannot lose unrelated text. Use Write for new files or complete rewrites.
-- content is written exactly as given (keep the file's line endings and a final newline if it had one).
+- To overwrite an existing file, Read it first in this conversation; a file not read, or changed since, is refused.
+- Prefer Edit for changing part of a file. Use Write for new files or complete rewrites; content is limited to 100 KB.
 - Do not create documentation or README files unless asked to."""
 
 
@@ -35,6 +36,9 @@ class WriteTool(Tool):
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raw, content = input["file_path"], input["content"]
+        too_large = content_too_large(content, "content")
+        if too_large:
+            raise ToolError(tool_use_error(too_large))
         if not raw.strip():
             raise ToolError("file_path is empty. Pass the path of the file to write.")
         path = ctx.resolve(raw)
@@ -45,7 +49,7 @@ class WriteTool(Tool):
             if os.path.exists(path):
                 refusal = read_state.require_fresh(ctx, path, "write")
                 if refusal:
-                    raise ToolError(refusal)
+                    raise ToolError(tool_use_error(refusal))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, content.encode("utf-8", errors="surrogateescape"))
@@ -54,5 +58,5 @@ class WriteTool(Tool):
         read_state.record(ctx, path, offset=None, limit=None, from_read=False)
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         if exists:
-            return ToolOutput(f"The file {path} has been updated successfully ({lines} lines).", summary=f"updated, {lines} lines")
-        return ToolOutput(f"File created successfully at: {path} ({lines} lines).", summary=f"created, {lines} lines")
+            return ToolOutput(f"The file {path} has been updated successfully. {STATE_CURRENT}", summary=f"updated, {lines} lines")
+        return ToolOutput(f"File created successfully at: {path} {STATE_CURRENT}", summary=f"created, {lines} lines")

@@ -11,13 +11,27 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 from collections.abc import AsyncIterator
 from typing import Any
 
-from services.config import env_int
+from services.cache_breakpoints import place_breakpoints
+from services.config import client_options, env_int
+from services.install_id import install_id
 from services.messages import INVALID_INPUT_KEY, assistant_message
-from services.model_types import ModelError, ModelEvent, ModelRequest, ModelResponse, Retrying, TextDelta
+from services.model_types import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    RawStreamEvent,
+    Retrying,
+    TextDelta,
+    ThinkingDelta,
+)
+from services.scrub import scrub
+from services.server_tools import betas_for
 from services.trace import trace
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -26,27 +40,23 @@ INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
 # The SDK obeys any retry-after (up to days); a user at a terminal should never wait that long.
 MAX_RETRY_AFTER = 60.0
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+
+
+def request_metadata() -> dict[str, Any]:
+    """What Claude Code also sends: `metadata.user_id` (an anonymous per-install id) and, only when the user
+    names them in ANTHROPIC_BETAS (comma-separated), beta headers: an Anthropic-compatible server may reject
+    betas it does not know, so none is sent by default."""
+    extra: dict[str, Any] = {"metadata": {"user_id": install_id()}}
+    betas = ",".join(b.strip() for b in os.environ.get("ANTHROPIC_BETAS", "").split(",") if b.strip())
+    if betas:
+        extra["extra_headers"] = {"anthropic-beta": betas}
+    return extra
 
 
 def _cache_marked(request: ModelRequest) -> tuple[list[dict], list[dict], list[dict]]:
-    """System, tools and messages with prompt-cache breakpoints: the tools/system prefix, and one
-    moving breakpoint on the last message. Copies only what it marks."""
-    system = [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}] if request.system else []
-    tools = list(request.tools)
-    if tools:
-        tools[-1] = {**tools[-1], "cache_control": {"type": "ephemeral"}}
-    messages = list(request.messages)
-    if messages:
-        last = messages[-1]
-        content = last.get("content")
-        if isinstance(content, list) and content:
-            block = content[-1]
-            if block.get("type") in ("text", "tool_result", "image", "tool_use") and not (
-                block.get("type") == "text" and not block.get("text")
-            ):
-                new_content = list(content[:-1]) + [{**block, "cache_control": {"type": "ephemeral"}}]
-                messages[-1] = {**last, "content": new_content}
-    return system, tools, messages
+    """System, tools and messages with prompt-cache breakpoints (services/cache_breakpoints.py)."""
+    return place_breakpoints(request.system, list(request.tools), list(request.messages))
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -77,45 +87,68 @@ def _usage(raw: Any) -> dict[str, int]:
     return out
 
 
+# Blocks whose input streams as input_json_delta (server tools too: their input must go back as sent).
+_JSON_INPUT_BLOCKS = ("tool_use", "server_tool_use")
+
+
 class _Accumulator:
-    """Builds the assistant message from raw stream events."""
+    """Builds the assistant message from raw stream events, keeping every block as the server sent it
+    (thinking with its signature, redacted_thinking, server tool blocks and results, citations)."""
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
         self.partial_json: dict[int, str] = {}
+        # Streamed text and thinking, as pieces joined once at the end (+= on a long string is quadratic).
+        self.parts: dict[tuple[int, str], list[str]] = {}
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
+        self.stop_details: dict[str, Any] | None = None
+        self.model: str | None = None
         self.started = False
         self.finished = False
 
     def start_block(self, index: int, block: Any) -> None:
-        data = block.model_dump(mode="json", exclude_none=True)
-        if data.get("type") == "tool_use":
-            data = {"type": "tool_use", "id": data["id"], "name": data["name"], "input": {}}
+        data = block.model_dump(mode="json", exclude_unset=True) if hasattr(block, "model_dump") else dict(block)
+        if data.get("type") in _JSON_INPUT_BLOCKS:
+            data["input"] = {}
             self.partial_json[index] = ""
-        elif data.get("type") == "text":
-            data = {"type": "text", "text": data.get("text", "")}
         self.blocks[index] = data
 
-    def delta(self, index: int, delta: Any) -> str | None:
+    def delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | None:
         block = self.blocks.get(index)
         if block is None:
             return None
         kind = getattr(delta, "type", "")
         if kind == "text_delta":
-            block["text"] = block.get("text", "") + delta.text
-            return delta.text
+            pieces = self.parts.setdefault((index, "text"), [block.get("text", "")])
+            first = not any(pieces)
+            pieces.append(delta.text)
+            if first and self._text_before(index):
+                # A new text block of the same message: a paragraph break on screen (not in the block).
+                return TextDelta("\n\n" + delta.text)
+            return TextDelta(delta.text)
         if kind == "input_json_delta":
             self.partial_json[index] = self.partial_json.get(index, "") + delta.partial_json
         elif kind == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
+            self.parts.setdefault((index, "thinking"), [block.get("thinking", "")]).append(delta.thinking)
+            return ThinkingDelta(delta.thinking)
         elif kind == "signature_delta":
             block["signature"] = delta.signature
+        elif kind == "citations_delta":
+            citation = delta.citation
+            citation = citation.model_dump(mode="json", exclude_unset=True) if hasattr(citation, "model_dump") else citation
+            block.setdefault("citations", []).append(citation)
         return None
+
+    def _text_before(self, index: int) -> bool:
+        return any(
+            i < index and b.get("type") == "text" and (b.get("text") or any(self.parts.get((i, "text"), ())))
+            for i, b in self.blocks.items()
+        )
 
     def stop_block(self, index: int) -> None:
         block = self.blocks.get(index)
-        if block is None or block.get("type") != "tool_use":
+        if block is None or block.get("type") not in _JSON_INPUT_BLOCKS:
             return
         raw = self.partial_json.get(index, "")
         if not raw.strip():
@@ -127,19 +160,40 @@ class _Accumulator:
             # Keep the message valid for the API (input must be an object) and tell the loop.
             block["input"] = {INVALID_INPUT_KEY: f"{exc.msg} at position {exc.pos}"}
             return
+        except RecursionError:  # hostile nesting (issue 21): an input error, not a crash
+            block["input"] = {INVALID_INPUT_KEY: "the input is nested too deeply"}
+            return
         block["input"] = value if isinstance(value, dict) else {INVALID_INPUT_KEY: "input is not a JSON object"}
 
-    def message(self) -> dict[str, Any]:
+    def response(self) -> ModelResponse:
+        for (index, key), pieces in self.parts.items():
+            self.blocks[index][key] = "".join(pieces)
+        self.parts.clear()
         blocks = [self.blocks[i] for i in sorted(self.blocks)]
+        cut = False
+        if self.stop_reason in ("max_tokens", "model_context_window_exceeded") and blocks and (
+            blocks[-1].get("type") == "tool_use"
+        ):
+            # The limit fell inside a tool call: its input is a fragment the model never finished.
+            # It is dropped, never run and never sent back with an invented input.
+            blocks = blocks[:-1]
+            cut = True
+        if blocks and blocks[-1].get("type") == "thinking" and not blocks[-1].get("signature"):
+            # Thinking cut before its signature arrived: the API would reject it when sent back.
+            blocks = blocks[:-1]
         # Drop empty text blocks: the API rejects them when the history is sent back.
-        blocks = [b for b in blocks if not (b.get("type") == "text" and not b.get("text"))]
-        return assistant_message(blocks, usage=dict(self.usage))  # type: ignore[arg-type]
+        blocks = [b for b in blocks if not (b.get("type") == "text" and not b.get("text") and not b.get("citations"))]
+        message = assistant_message(blocks, usage=dict(self.usage))  # type: ignore[arg-type]
+        return ModelResponse(message, self.stop_reason, dict(self.usage), cut_tool_use=cut,
+                             stop_details=self.stop_details)
 
 
 class AnthropicModel:
     """`call_model` for the real API. One client per process, created on first use."""
 
-    def __init__(self, max_retries: int | None = None, timeout: float | None = None):
+    def __init__(self, max_retries: int | None = None, timeout: float | None = None,
+                 betas: list[str] | None = None):
+        self.betas = list(betas or [])
         self.max_retries = max_retries if max_retries is not None else env_int("API_MAX_RETRIES", 4, minimum=0)
         self.timeout = timeout if timeout is not None else env_int("API_TIMEOUT_MS", 600_000, minimum=1) / 1000
         self._client: Any = None
@@ -148,7 +202,7 @@ class AnthropicModel:
         if self._client is None:
             import anthropic  # noqa: PLC0415 - the SDK takes ~1 s to import; only now is it needed
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout)
+            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout, **client_options())
         return self._client
 
     def __call__(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -185,7 +239,11 @@ class AnthropicModel:
                     ) from None
                 delay = None
             except _StreamDropped as exc:
-                raise ModelError(str(exc)) from None
+                # A reply cut mid-stream is asked for again; nothing of the cut attempt was run or kept.
+                if attempt >= self.max_retries:
+                    raise ModelError(f"{exc} (after {attempt + 1} attempts)") from None
+                reason = "stream dropped"
+                delay = None
             except TypeError as exc:
                 if "authentication" in str(exc).lower():
                     raise ModelError(
@@ -200,10 +258,7 @@ class AnthropicModel:
             yield Retrying(attempt, delay, reason)
             await asyncio.sleep(delay)
 
-    async def _stream_once(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        import anthropic
-        import httpx2
-
+    def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         system, tools, messages = _cache_marked(request)
         kwargs: dict[str, Any] = {
             "model": request.model,
@@ -215,34 +270,67 @@ class AnthropicModel:
             kwargs["system"] = system
         if tools:
             kwargs["tools"] = tools
+        meta = request_metadata()
+        kwargs["metadata"] = meta["metadata"]
+        # One anthropic-beta header: --betas, ANTHROPIC_BETAS, the server tools' and thinking's own.
+        named = meta.get("extra_headers", {}).get("anthropic-beta", "")
+        betas = [*self.betas, *[b for b in named.split(",") if b], *betas_for(tools)]
+        if request.thinking:
+            kwargs["thinking"] = request.thinking
+            if request.thinking.get("type") == "enabled" and tools:
+                # Thinking between tool calls (adaptive thinking interleaves without the header).
+                betas.append(INTERLEAVED_THINKING_BETA)
+        if betas:
+            kwargs["extra_headers"] = {"anthropic-beta": ",".join(dict.fromkeys(betas))}
+        if request.output_config:
+            kwargs["output_config"] = request.output_config
+        return kwargs
+
+    async def _stream_once(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        import anthropic
+        import httpx2
+
         acc = _Accumulator()
-        stream = await self.client().messages.create(**kwargs)
+        stream = await self.client().messages.create(**self._kwargs(request))
+        response = getattr(stream, "response", None)
+        content_type = response.headers.get("content-type", "") if response is not None else ""
+        if response is not None and "json" in content_type.lower():
+            # A gateway answered the streaming request with one JSON body: a message is used as such.
+            body = await response.aread()
+            await stream.close()
+            for event in _from_json_reply(body):
+                yield event
+            return
         try:
             async with stream:
                 async for event in stream:
                     kind = event.type
+                    if request.raw_events:
+                        yield RawStreamEvent(event.to_dict())
                     if kind == "message_start":
                         acc.started = True
+                        acc.model = getattr(event.message, "model", None)
                         acc.usage.update(_usage(event.message.usage))
                     elif kind == "content_block_start":
                         acc.start_block(event.index, event.content_block)
                     elif kind == "content_block_delta":
-                        text = acc.delta(event.index, event.delta)
-                        if text:
-                            yield TextDelta(text)
+                        out = acc.delta(event.index, event.delta)
+                        if out is not None:
+                            yield out
                     elif kind == "content_block_stop":
                         acc.stop_block(event.index)
                     elif kind == "message_delta":
                         acc.stop_reason = event.delta.stop_reason
+                        acc.stop_details = _plain(getattr(event.delta, "stop_details", None))
                         acc.usage.update(_usage(event.usage))
                     elif kind == "message_stop":
                         acc.finished = True
         except (httpx2.HTTPError, anthropic.APIConnectionError) as exc:
             if acc.started:
-                # Half a message (maybe half a tool call) is not executed; the turn ends clearly.
+                # Half a message (maybe half a tool call) is not executed; the call is made again.
                 raise _StreamDropped(
                     f"The connection to the model dropped mid-response ({type(exc).__name__}); "
-                    "nothing from the partial reply was run. Try again."
+                    "nothing from the partial reply was run."
                 ) from None
             raise anthropic.APIConnectionError(request=getattr(exc, "request", None)) from exc  # type: ignore[arg-type]
         if not acc.started:
@@ -251,20 +339,63 @@ class AnthropicModel:
             # The body ended cleanly but the reply did not (no message_stop): a proxy or server gave up.
             raise _StreamDropped(
                 "The connection to the model dropped mid-response (the stream ended before message_stop); "
-                "nothing from the partial reply was run. Try again."
+                "nothing from the partial reply was run."
             )
-        message = acc.message()
-        yield ModelResponse(message, acc.stop_reason, dict(acc.usage))
+        yield acc.response()
+
+
+def _plain(value: Any) -> dict[str, Any] | None:
+    """A dict from an SDK model or a dict (newer fields arrive as either), else None."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json", exclude_unset=True)
+    return value if isinstance(value, dict) else None
 
 
 class _StreamDropped(Exception):
     pass
 
 
+def _from_json_reply(body: bytes) -> list[ModelEvent]:
+    """Events for a non-stream JSON reply: a valid message becomes the response (its text streamed at
+    once); an error body or anything else is a clear ModelError."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("type") == "error":
+        err = data.get("error") if isinstance(data.get("error"), dict) else {}
+        raise ModelError(
+            f"The model API returned an error: {err.get('type', 'error')}: {str(err.get('message', ''))[:300]}",
+            kind=err.get("type"),
+        )
+    content = data.get("content") if isinstance(data, dict) else None
+    if not (isinstance(data, dict) and data.get("type") == "message" and isinstance(content, list)
+            and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in content)):
+        preview = body[:200].decode("utf-8", "replace").replace("\n", " ")
+        raise ModelError(
+            "The model API answered a streaming request with JSON that is not a message "
+            f"(check ANTHROPIC_BASE_URL): {preview}"
+        )
+    acc = _Accumulator()
+    acc.started = acc.finished = True
+    acc.stop_reason = data.get("stop_reason")
+    acc.stop_details = _plain(data.get("stop_details"))
+    acc.model = data.get("model")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    acc.usage = {k: v for k, v in usage.items() if isinstance(v, int)}
+    events: list[ModelEvent] = []
+    for i, block in enumerate(content):
+        acc.blocks[i] = dict(block)
+        if block["type"] == "text" and block.get("text"):
+            events.append(TextDelta(("\n\n" if acc._text_before(i) else "") + block["text"]))
+    events.append(acc.response())
+    return events
+
+
 def _status_message(exc: Any) -> str:
     status = exc.status_code
     detail = getattr(exc, "api_message", None) or getattr(exc, "message", "") or ""
-    detail = str(detail).splitlines()[0][:300] if detail else ""
+    detail = scrub(str(detail).splitlines()[0][:300]) if detail else ""
     if status == 401:
         return "Authentication failed (HTTP 401): check ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN."
     if status == 403:

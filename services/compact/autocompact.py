@@ -3,7 +3,8 @@
 When the context (`token_count_with_estimation`) reaches `autocompact_percent` of the context window,
 the older messages are summarised by one model call without tools and the history becomes
 
-    user `[compact boundary]`, user `Conversation summary (compacted):\\n<summary>`, ...recent tail
+    user `[compact boundary]`, user `Conversation summary (compacted):\\n<summary>`,
+    the user's own messages verbatim (the task, and the most recent ones up to 20k tokens), recent tail
 
 The tail is aligned so it never starts with an orphaned tool_result (react-agent-mini's bug B4). The
 summary is taken once, from the final message (bug B22 concatenated the streamed deltas and the final
@@ -17,8 +18,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.compact.options import CompactOptions
-from services.compact.retain import COMPACT_BOUNDARY_TEXT
+from services.compact.estimate import estimate_outbound_chars
+from services.compact.options import UNITS_PER_TOKEN, CompactOptions
+from services.compact.retain import COMPACT_BOUNDARY_TEXT, is_user_own
+from services.compact.state import message_key
 from services.messages import (
     Message,
     is_user_text_message,
@@ -205,7 +208,7 @@ async def compact_conversation(
     summary = await summarize(source, ctx, instructions)
     boundary = user_message(COMPACT_BOUNDARY_TEXT, meta={"compact_boundary": True})
     summary_msg = user_message(SUMMARY_PREFIX + summary, meta={"compact_summary": True})
-    out = [boundary, summary_msg, *tail]
+    out = [boundary, summary_msg, *kept_user_messages(source, user_budget_units(ctx.options)), *tail]
     window = ctx.options.context_window_tokens
     before = token_count(messages)
     from services.tokens import estimate_tokens
@@ -228,17 +231,49 @@ async def compact_conversation(
     return result
 
 
+# Codex keeps the most recent user messages verbatim through a compaction, up to 20k tokens; so do we
+# (and a tenth of the window at most, for small windows), plus always the task.
+USER_MESSAGES_MAX_TOKENS = 20_000
+
+
+def user_budget_units(opts: CompactOptions) -> int:
+    return min(USER_MESSAGES_MAX_TOKENS, opts.context_window_tokens // 10) * UNITS_PER_TOKEN
+
+
+def kept_user_messages(source: list[Message], budget_units: int) -> list[Message]:
+    """The user's own messages of `source` that a compaction keeps verbatim, in order: the task (the
+    first one, always) and the most recent ones, newest first, while they fit in `budget_units`.
+    Only the user's own words (by origin); injected context is the summary's to describe."""
+    own = [m for m in source if is_user_own(m)]
+    if not own:
+        return []
+    task, rest = own[0], own[1:]
+    used = estimate_outbound_chars([task])
+    recent: list[Message] = []
+    for m in reversed(rest):
+        size = estimate_outbound_chars([m])
+        if used + size > budget_units:
+            break
+        recent.append(m)
+        used += size
+    return [task, *reversed(recent)]
+
+
 def _nothing_older_than_tail(messages: list[Message], keep: int) -> bool:
+    """True when what precedes the recent tail is only a previous compaction's output (boundary,
+    summary, the user's messages kept verbatim): summarising it again would gain nothing."""
     start = align_tail_start(messages, len(messages) - max(0, keep))
     if start == 0:
         return True
     head = messages[:start]
-    return len(head) <= 2 and is_user_text_message(head[0]) and (
-        head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT  # type: ignore[typeddict-item]
-    )
+    if not (is_user_text_message(head[0]) and head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT):  # type: ignore[typeddict-item]
+        return False
+    return all((m.get("meta") or {}).get("compact_summary") or is_user_own(m) for m in head[1:])
 
 
 def format_compact_feedback(result: AutocompactResult) -> str:
+    if result.before_percent == result.after_percent:  # react-agent-mini: no fake "change" when usage is the same
+        return f"usage unchanged: ctx ~{result.after_percent}%"
     return f"ctx ~{result.before_percent}% -> ctx ~{result.after_percent}%"
 
 
@@ -253,6 +288,11 @@ async def autocompact(messages: list[Message], ctx: AutocompactContext) -> Autoc
     percent = used * 100 / max(1, opts.context_window_tokens)
     if percent < opts.autocompact_percent or len(messages) <= 2:
         return None
+    # Never twice in a row without new content: the history is still the one the last compaction wrote.
+    last = ctx.state.get("compacted_to")
+    if last is not None and last == (len(messages), message_key(messages[-1])):
+        trace("compact.auto_skip", reason="no new content since the last compaction")
+        return None
     if _nothing_older_than_tail(messages, ctx.keep_recent):
         return None  # already summarised; what is left is the recent tail (retain handles the rest)
     try:
@@ -265,6 +305,7 @@ async def autocompact(messages: list[Message], ctx: AutocompactContext) -> Autoc
             ctx.state["circuit_open"] = True
         return None
     ctx.state["consecutive_failures"] = 0
+    ctx.state["compacted_to"] = (len(result.messages), message_key(result.messages[-1]))
     trace("compact.auto", before=result.before_tokens, after=result.after_tokens)
     return result
 

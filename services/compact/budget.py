@@ -21,16 +21,17 @@ from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv, StageResult
 from services.messages import Message, has_image, result_text
+from services.request_check import empty_result_marker as empty_marker
+from services.request_check import is_blank_content
+from services.tokens import text_units
 from services.tool_result_storage import build_replacement, format_size, is_persisted, write_spill
 from services.trace import trace
 
-# Never spill a result smaller than this for the per-message budget: the pointer would cost more than it frees.
+# Never spill a result smaller than this for the per-message budget: the pointer would cost more than it
+# frees. (A quarter of the per-message budget when that is smaller: with a small window the floor
+# would otherwise exempt every result and a fresh batch could not be brought under the budget.)
 MIN_AGGREGATE_SPILL_CHARS = 5000
 STAGE = "budget"
-
-
-def empty_marker(tool_name: str) -> str:
-    return f"({tool_name} completed with no output)"
 
 
 def result_threshold(tool_name: str, opts: CompactOptions, env: PipelineEnv) -> float:
@@ -43,16 +44,24 @@ def result_threshold(tool_name: str, opts: CompactOptions, env: PipelineEnv) -> 
     return min(declared, opts.max_tool_result_chars)
 
 
-def _is_empty(content: Any) -> bool:
-    if isinstance(content, str):
-        return content == ""
-    if isinstance(content, list):
-        if not content:
-            return True
-        return all(
-            isinstance(b, dict) and b.get("type") == "text" and not b.get("text") for b in content
-        )
-    return content is None
+def mark_empty_results(assistant: Message, results: Message) -> Message:
+    """`results` with every empty or whitespace-only tool_result given `(<Tool> completed with no
+    output)`. Runs in every mode (COMPACT=0 too): an empty result at the prompt's tail can end the
+    model's turn, whatever the pipeline does."""
+    content = results.get("content")
+    if not isinstance(content, list) or not any(
+        b.get("type") == "tool_result" and is_blank_content(b.get("content")) for b in content
+    ):
+        return results
+    names: dict[str, str] = {}
+    _note_names(assistant, names)
+    blocks = [
+        {**b, "content": empty_marker(names.get(b["tool_use_id"], "Tool"))}  # type: ignore[typeddict-item]
+        if b.get("type") == "tool_result" and is_blank_content(b.get("content"))
+        else b
+        for b in content
+    ]
+    return {**results, "content": blocks}  # type: ignore[typeddict-item]
 
 
 class _Fresh:
@@ -60,7 +69,7 @@ class _Fresh:
 
     def __init__(self, index: int, tid: str, name: str, text: str, limit: float):
         self.index, self.tid, self.name, self.text, self.limit = index, tid, name, text, limit
-        self.size = len(text)
+        self.size = text_units(text)  # units: a CJK result weighs what it costs in tokens
         self.spilled: str | None = None
         self.sent = self.size
 
@@ -152,28 +161,28 @@ def _budget_message(
         c = b["content"]  # type: ignore[typeddict-item]
         rep = replacements.get(tid)
         if rep is not None:
-            size = len(c) if isinstance(c, str) else len(result_text(c))
+            size = text_units(c if isinstance(c, str) else result_text(c))
             before += size
             if c is not rep and c != rep:
                 new_blocks[bi] = {**b, "content": rep}
             counts["reapplied"] += 1
-            total += len(rep)
+            total += text_units(rep)
             continue
-        if _is_empty(c):
+        if is_blank_content(c):
             marker = empty_marker(names.get(tid, "Tool"))
             new_blocks[bi] = {**b, "content": marker}
-            total += len(marker)
+            total += len(marker)  # ASCII
             continue
         if isinstance(c, str):
             text = c
         elif has_image(c):  # image-bearing results are never spilled; measured by their text
-            size = len(result_text(c))
+            size = text_units(result_text(c))
             before += size
             total += size
             continue
         else:
             text = result_text(c)
-        size = len(text)
+        size = text_units(text)
         before += size
         total += size
         if tid in seen:
@@ -183,8 +192,9 @@ def _budget_message(
             continue
         name = names.get(tid, "")
         limit = result_threshold(name, opts, env)
-        if limit == math.inf:  # self-bounded (Read): exempt, never a candidate, no decision to record
-            continue
+        # A self-bounded tool (Read) is never spilled for its own size, but it is a candidate for the
+        # per-message budget: a parallel batch of big Reads the model has not seen cannot be cleared
+        # (seen before cleared), so spilling is the only way that turn fits.
         fresh.append(_Fresh(bi, tid, name, text, limit))
     counts["total_before"] += before
 
@@ -227,7 +237,7 @@ def _decide(
             return False
         rep = build_replacement(path, nbytes, f.text, env.previewers.get(f.name))
         f.spilled = rep
-        f.sent = len(rep)
+        f.sent = text_units(rep)
         total += f.sent - f.size
         records.append(state.record(STAGE, f.tid, rep))
         counts["spilled"] += 1
@@ -248,7 +258,7 @@ def _decide(
                 for f in fresh
                 if f.spilled is None
                 and f.tid not in failed
-                and f.size >= MIN_AGGREGATE_SPILL_CHARS
+                and f.size >= min(MIN_AGGREGATE_SPILL_CHARS, opts.max_turn_tool_result_chars // 4)
             ),
             key=lambda f: f.size,
             reverse=True,

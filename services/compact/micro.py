@@ -8,7 +8,9 @@ moved every turn and the request prefix (hence the provider's prompt cache) chan
   threshold too. A cleared result never comes back and its placeholder never changes.
 - New clearing only starts when the estimate is over the threshold, and then clears oldest-first until
   the estimate is below the low-water mark (`micro_low_water_percent` of the threshold): one batch, then
-  many turns of a stable prefix before the next one (hysteresis).
+  many turns of a stable prefix before the next one (hysteresis). It never declines to clear while
+  over: stage 3 (which drops the user's messages) runs only after micro cleared all it could.
+- Only results the model has already answered with in view are cleared (an assistant message follows).
 - The `micro_keep_recent` most recent compactable results and results of `micro_min_chars` or less
   are never cleared; results of tools outside COMPACTABLE_TOOLS (and not `mcp__*`) are never cleared.
 
@@ -83,7 +85,7 @@ def _visible_region(messages: list[Message], state: ContentReplacementState) -> 
     memo = valid_memo(state, messages)
     if memo is None:
         return messages
-    return [*messages[: memo.head], *messages[memo.cut :]]
+    return [*(messages[k] for k in memo.keep), *messages[memo.cut :]]
 
 
 def microcompact_messages(
@@ -99,8 +101,11 @@ def microcompact_messages(
 
     low_water = opts.threshold * opts.micro_low_water_percent // 100
     uses = tool_use_index(current)
+    # Seen before cleared: a result is clearable only once the model has answered with it in view,
+    # i.e. an assistant message follows it. A fresh batch too big to keep is stage 1's to spill.
+    last_answer = max((i for i, m in enumerate(region) if m.get("role") == "assistant"), default=-1)
     refs: list[tuple[dict[str, Any], str]] = []  # (result block, tool name), compactable only, in order
-    for m in region:
+    for m in region[: last_answer + 1]:
         if m.get("role") != "user":
             continue
         for b in m["content"]:
@@ -111,11 +116,11 @@ def microcompact_messages(
                 continue
             refs.append((b, use["name"]))  # type: ignore[arg-type]
     # The recent window: the `micro_keep_recent` newest compactable results, as far as they fit under
-    # the threshold together (the newest one always stays whole). A window bigger than the threshold
-    # would keep the request over it on every call.
+    # the threshold together (the newest one always stays whole). A bigger window would keep the
+    # request over the threshold on every call, and the stages would never hand over.
     keep, kept_chars = 0, 0
     for block, _ in reversed(refs):
-        if keep >= max(0, opts.micro_keep_recent):
+        if keep >= opts.micro_keep_recent:
             break
         size = result_chars(block["content"])
         if keep and kept_chars + size > opts.threshold:
@@ -124,8 +129,8 @@ def microcompact_messages(
         kept_chars += size
     candidates = refs[: len(refs) - keep] if keep else refs
 
-    # What a pass could clear: uncleared, outside the recent window, big enough, placeholder shorter.
-    eligible: list[tuple[str, str, int]] = []  # (id, placeholder, chars saved)
+    # What a pass can clear: uncleared, outside the recent window, big enough, placeholder shorter.
+    eligible: list[tuple[str, str, int]] = []  # (id, placeholder, units saved)
     for block, name in candidates:
         tid = block["tool_use_id"]
         if tid in state.cleared:
@@ -136,15 +141,9 @@ def microcompact_messages(
         text = placeholder_for(name, uses[tid].get("input"))
         if len(text) < size:
             eligible.append((tid, text, size - len(text)))
-    clearable = sum(saved for _, _, saved in eligible)
-    # A pass clears at least one batch (threshold - low-water mark) unless that alone gets under the
-    # threshold: when the recent window itself is over, results are not cleared one per call.
-    batch = opts.threshold - low_water
-    if clearable < batch:
-        trace("compact.micro", replaced=0)
-        trace("compact.run stage=micro", estimated=estimated, overThreshold=True, strategy="micro")
-        return StageResult(current)
-
+    # The order of loss: whatever the totals, micro clears everything it can (down to the low-water
+    # mark) before stage 3 may omit a single message. One pass clears oldest-first to the low-water
+    # mark, so the next pass is many calls away (hysteresis: each pass is one prompt-cache rewrite).
     new: dict[str, str] = {}
     records: list[dict[str, Any]] = []
     freed = 0

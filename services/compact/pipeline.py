@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.compact.budget import apply_tool_result_budget
+from services.compact.estimate import estimate_outbound_chars
 from services.compact.micro import microcompact_messages
 from services.compact.options import CompactOptions
 from services.compact.retain import apply_retain_tail_if_needed
@@ -30,6 +31,24 @@ class PipelineResult:
     notices: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass
+class _LastCall:
+    """The previous call's work, so that a call whose history only grew reuses it (not persisted: a
+    resumed session starts with a full pass, which must and does give the same bytes)."""
+
+    history_len: int
+    first: Message
+    last: Message
+    opts: CompactOptions
+    env: PipelineEnv
+    microcompact: Microcompact
+    retain_memo: Any
+    cleared: int
+    out: list[Message]
+    region_estimate: int  # what micro measures (the part stage 3 sends, before new clearing)
+    out_estimate: int
+
+
 def run_outbound_pipeline(
     history: list[Message],
     state: ContentReplacementState,
@@ -39,15 +58,72 @@ def run_outbound_pipeline(
 ) -> PipelineResult:
     if not opts.enabled:
         return PipelineResult(history)
+    quick = _incremental(history, state, opts, env, microcompact)
+    if quick is not None:
+        return quick
     out = PipelineResult(history)
     s1 = apply_tool_result_budget(history, state, opts, env)
     s2 = microcompact(s1.messages, state, opts)
-    s3 = apply_retain_tail_if_needed(s2.messages, opts, state)
+    s3 = apply_retain_tail_if_needed(s2.messages, opts, state, rewritten=bool(s2.records))
     for stage in (s1, s2, s3):
         out.records.extend(stage.records)
         out.notices.extend(stage.notices)
     out.messages = s3.messages
+    if history:
+        memo = state.retain_memo
+        region = [*(s2.messages[k] for k in memo.keep), *s2.messages[memo.cut :]] if memo else s2.messages
+        state.last_call = _LastCall(
+            len(history), history[0], history[-1], opts, env, microcompact, memo, len(state.cleared),
+            list(out.messages),  # a copy: the outbound may be the history list itself, which grows
+            estimate_outbound_chars(region), estimate_outbound_chars(out.messages),
+        )
     return out
+
+
+def _incremental(
+    history: list[Message],
+    state: ContentReplacementState,
+    opts: CompactOptions,
+    env: PipelineEnv,
+    microcompact: Microcompact,
+) -> PipelineResult | None:
+    """The steady call: the history only grew since the last call and nothing crosses a threshold.
+
+    Then the stages would re-apply every decision to the old part and change nothing else, so the
+    previous outbound copy is reused and only the new messages go through stage 1; the cost is that
+    of the new messages, not of the whole history. Anything else (a compaction, a new decision on
+    old messages, the threshold crossed) takes the full pass."""
+    last = state.last_call
+    if (
+        last is None
+        or last.opts is not opts
+        or last.env is not env
+        or last.microcompact is not microcompact
+        or microcompact is not microcompact_messages
+        or state.retain_memo is not last.retain_memo
+        or len(state.cleared) != last.cleared
+        or len(history) < last.history_len
+        or not history
+        or history[0] is not last.first
+        or history[last.history_len - 1] is not last.last
+    ):
+        return None
+    new = history[last.history_len :]
+    if not new:
+        return PipelineResult(list(last.out))
+    # Stage 1 needs the tool names of the results' assistant message: it may be the last old one.
+    context = [history[last.history_len - 1]] if history[last.history_len - 1].get("role") == "assistant" else []
+    s1 = apply_tool_result_budget([*context, *new], state, opts, env)
+    fresh = s1.messages[len(context) :]
+    added = estimate_outbound_chars(fresh)
+    if last.region_estimate + added > opts.threshold or last.out_estimate + added > opts.threshold:
+        return None  # micro or retain would act: the full pass decides (stage 1's decisions are kept)
+    out = [*last.out, *fresh]
+    state.last_call = _LastCall(
+        len(history), history[0], history[-1], opts, env, microcompact, last.retain_memo, len(state.cleared),
+        out, last.region_estimate + added, last.out_estimate + added,
+    )
+    return PipelineResult(list(out), s1.records, s1.notices)
 
 
 def compact_messages(
@@ -60,6 +136,22 @@ def compact_messages(
     return run_outbound_pipeline(
         history, state or ContentReplacementState(), opts or CompactOptions(), env or PipelineEnv()
     ).messages
+
+
+def sent_whole_ids(outbound: list[Message], state: ContentReplacementState) -> set[str]:
+    """tool_use ids whose tool_result reaches the model whole: sent, and neither spilled nor cleared.
+
+    The loop's version of `visible_result_ids`: O(outbound), not O(history) (a long session's history
+    is mostly omitted from the request, and this runs on every call)."""
+    ids = set()
+    for m in outbound:
+        if m.get("role") == "user":
+            for b in m["content"]:
+                if b.get("type") == "tool_result":
+                    tid = b["tool_use_id"]  # type: ignore[typeddict-item]
+                    if tid not in state.replacements and tid not in state.cleared:
+                        ids.add(tid)
+    return ids
 
 
 def visible_result_ids(history: list[Message], outbound: list[Message]) -> set[str]:

@@ -1,24 +1,26 @@
 """Stage 3: retain the tail, the last resort when micro could not get under the threshold.
 
 Re-estimates after stage 2: at or under the threshold it is a no-op ("what came before was enough, so
-nothing more is dropped"). Still over and longer than `max_messages`: the outbound copy becomes
+nothing more is dropped"). Still over (whatever the message count): the outbound copy becomes
 
-    first user message (the task; after a summary, the boundary and the summary)
+    the head: after a compaction its boundary and summary; the task, i.e. the user's own first message
+    (by origin: injected @resource/hook/skill context before it is not the task and may be omitted);
+    the user's own messages of the omitted stretch, verbatim (newest first, ~20k tokens)
     + one user text message `[N earlier messages omitted]`
-    + the tail, starting at a user text message,
+    + the tail, starting at a user text message or at an assistant message whose tail orphans nothing,
 
-so no tool_result is ever orphaned. When there is no user text message to cut at (one long agentic
-turn, react-agent-mini's bug B5), the tail starts at an assistant message whose tool round is complete
-(every tool_result in the tail has its tool_use in the tail). The cut point moves in steps of half
-the tail budget, so consecutive requests keep sharing their prefix; each move is a `decision` record
-(stage `retain`), so a resumed session omits the same messages. History is never touched.
+so no tool_result is ever orphaned. A cut goes down to the low-water mark (hysteresis: the next cut
+is many calls away, and consecutive requests keep sharing their prefix); so does a cut in a call where
+micro rewrote the prefix but could not reach the mark (one cache miss instead of one per call). Each
+move is a `decision` record (stage `retain`) keyed by the anchor message's identity, so a resumed session omits the same messages, and a cut made
+on another history (any compaction) is never applied. History is never touched.
 """
 
 from __future__ import annotations
 
 from services.compact.estimate import estimate_outbound_chars
 from services.compact.options import CompactOptions
-from services.compact.state import ContentReplacementState, RetainMemo
+from services.compact.state import ContentReplacementState, RetainMemo, message_key
 from services.compact.types import StageResult
 from services.messages import (
     Message,
@@ -38,43 +40,118 @@ def omitted_marker(n: int) -> Message:
     return user_message(OMITTED_TEMPLATE.format(n=n), meta={"omitted": n})
 
 
-def _head_length(messages: list[Message]) -> int:
-    """How many leading messages are the task that must be kept (0 when the first is not a user message)."""
-    if not messages or messages[0].get("role") != "user":
-        return 0
-    if message_text(messages[0]) == COMPACT_BOUNDARY_TEXT and len(messages) > 1 and is_user_text_message(messages[1]):
-        return 2
-    return 1
+def is_boundary(message: Message) -> bool:
+    return is_user_text_message(message) and message_text(message) == COMPACT_BOUNDARY_TEXT
 
 
-def _tail_is_closed(messages: list[Message], start: int) -> bool:
-    """Every tool_result from `start` on answers a tool_use from `start` on."""
-    seen: set[str] = set()
-    for m in messages[start:]:
-        for u in tool_uses(m):
-            seen.add(u["id"])
-        for r in tool_results(m):
-            if r["tool_use_id"] not in seen:
-                return False
-    return True
+def is_user_own(message: Message) -> bool:
+    """The user's own words (a prompt they typed), by origin, not position: the engine stores them
+    without meta, while injected context (hook output, @resource expansions, skills, MCP prompts,
+    interruption notes, markers, summaries) always carries a meta key naming its origin. An explicit
+    `meta.origin = "user"` counts as the user's too."""
+    if not is_user_text_message(message):
+        return False
+    meta = message.get("meta")
+    if meta:
+        return meta.get("origin") == "user"
+    return not is_boundary(message)
 
 
-def find_cut(messages: list[Message], head: int, tail_budget: int) -> int | None:
-    """Index where the kept tail starts, or None when no safe cut drops anything."""
+def head_indices(messages: list[Message]) -> tuple[int, ...]:
+    """The history messages retain always sends: the boundary and summary of a compaction, and the
+    task, the user's own first message (wherever injected context put it)."""
+    keep: list[int] = []
+    if messages and is_boundary(messages[0]):
+        keep.append(0)
+        if len(messages) > 1 and (messages[1].get("meta") or {}).get("compact_summary"):
+            keep.append(1)
+    for i in range(len(keep), len(messages)):
+        if is_user_own(messages[i]):
+            keep.append(i)
+            break
+        if i > len(keep) + 64:  # the task is near the start; never scan a long history for it
+            break
+    return tuple(keep)
+
+
+# The user's own messages inside the omitted stretch are kept too (newest first, within this many units,
+# ~20k tokens, as Codex keeps recent user messages through a compaction): the diary goes last.
+KEEP_USER_UNITS = 80_000
+
+
+def user_keep_budget(opts: CompactOptions) -> int:
+    """Units of the user's own messages a cut keeps: ~20k tokens, at most a quarter of the low-water
+    mark (the cut aims under the low-water mark with them)."""
+    return min(KEEP_USER_UNITS, opts.low_water // 4)
+
+
+def with_user_messages(
+    messages: list[Message], base: tuple[int, ...], cut: int, budget: int = KEEP_USER_UNITS
+) -> tuple[int, ...]:
+    """`base` plus the user's own messages between the head and `cut`, newest first within budget."""
+    after = max(base) if base else -1
+    used = 0
+    extra = []
+    for i in range(cut - 1, after, -1):
+        if is_user_own(messages[i]):
+            size = estimate_outbound_chars([messages[i]])
+            if used + size > budget:
+                break
+            used += size
+            extra.append(i)
+    return tuple(sorted((*base, *extra)))
+
+
+def closed_from(messages: list[Message]) -> list[bool]:
+    """closed[i]: every tool_result in messages[i:] answers a tool_use in messages[i:] (a tail that
+    starts at i orphans nothing). One backward pass."""
     n = len(messages)
-    budget = max(1, tail_budget)
-    # The cut moves on a grid of half the budget, not one message per call: between moves the
-    # outbound prefix (head, marker, tail start) stays byte-identical for the prompt cache.
-    step = max(1, budget // 2)
-    start = max(head, -(-(n - budget) // step) * step)
-    for i in range(start, n):
-        if is_user_text_message(messages[i]):
-            return i if i > head else None
-    # One long agentic turn: cut at an assistant message whose tool round is complete.
-    for i in range(start, n):
-        if messages[i].get("role") == "assistant" and _tail_is_closed(messages, i):
-            return i if i > head else None
-    return None
+    closed = [False] * n
+    need: set[str] = set()
+    for i in range(n - 1, -1, -1):
+        m = messages[i]
+        for r in tool_results(m):
+            need.add(r["tool_use_id"])
+        for u in tool_uses(m):
+            need.discard(u["id"])
+        closed[i] = not need
+    return closed
+
+
+def find_cut(
+    messages: list[Message], keep: tuple[int, ...], lower: int, opts: CompactOptions
+) -> int | None:
+    """Where the kept tail starts: the first safe index >= `lower` after which head + marker + tail
+    fit under the low-water mark (so the next cut is many calls away: each cut is a prompt-cache
+    miss), else the last safe index. Never inside a tool round (the tail orphans no tool_result);
+    the user's own messages it passes are kept in the head (`with_user_messages`).
+    None when no safe index drops anything."""
+    n = len(messages)
+    after = max(keep) if keep else -1
+    lower = max(lower, after + 2)  # a tail starting at after + 1 would omit nothing
+    # The newest message stays (the request must end with it); the user's own messages before the cut
+    # are kept verbatim by `with_user_messages`, so a cut may pass them.
+    last_prompt = n - 1
+    if lower > last_prompt:
+        return None
+    closed = closed_from(messages[lower:])
+    sizes = [estimate_outbound_chars([m]) for m in messages[lower:]]
+    suffix = 0
+    suffixes = [0] * len(sizes)
+    for k in range(len(sizes) - 1, -1, -1):
+        suffix += sizes[k]
+        suffixes[k] = suffix
+    head = estimate_outbound_chars([messages[k] for k in keep]) + len(OMITTED_TEMPLATE) + 8
+    target = opts.low_water - user_keep_budget(opts)
+    best = None
+    for k in range(0, last_prompt - lower + 1):
+        m = messages[lower + k]
+        if not closed[k] or not (m.get("role") == "assistant" or is_user_text_message(m)):
+            continue
+        best = lower + k
+        if head + suffixes[k] <= target:
+            break
+    return best
 
 
 def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> bool:
@@ -87,45 +164,78 @@ def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> b
 
 
 def valid_memo(state: ContentReplacementState | None, messages: list[Message]) -> RetainMemo | None:
-    """The recorded cut when it still applies to `messages` (same history, not replaced)."""
+    """The recorded cut when it still applies to `messages`: the anchor message is still at the cut."""
     memo = state.retain_memo if state is not None else None
-    if memo is None or not messages or memo.cut > len(messages):
+    if memo is None or memo.cut >= len(messages) or any(k >= memo.cut for k in memo.keep):
         return None
-    if memo.first is None:  # rebuilt from the transcript: it applies to the history loaded with it
-        memo.first = messages[0]
-    elif messages[0] is not memo.first and messages[0] != memo.first:
+    if memo.anchor is not None and message_key(messages[memo.cut]) != memo.anchor:
         return None
     return memo
 
 
+def _base(keep: tuple[int, ...], messages: list[Message]) -> tuple[int, ...]:
+    """The head part of a recorded keep (boundary, summary, task), without the kept user messages."""
+    head = head_indices(messages)
+    return tuple(k for k in keep if k in head)
+
+
+def _dropped(messages: list[Message], keep: tuple[int, ...], cut: int) -> list[Message]:
+    kept = set(keep)
+    return [m for i, m in enumerate(messages[:cut]) if i not in kept]
+
+
+def _assemble(messages: list[Message], keep: tuple[int, ...], cut: int) -> list[Message]:
+    n = cut - len(keep)
+    return [*(messages[k] for k in keep), omitted_marker(n), *messages[cut:]]
+
+
 def apply_retain_tail_if_needed(
-    messages: list[Message], opts: CompactOptions, state: ContentReplacementState | None = None
+    messages: list[Message],
+    opts: CompactOptions,
+    state: ContentReplacementState | None = None,
+    rewritten: bool = False,
 ) -> StageResult:
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
-    omitted they stay omitted, and the cut only moves forward, on a grid, when still over."""
+    omitted they stay omitted, and the cut only moves forward, when the request is over again.
+
+    `rewritten`: micro changed the prefix in this call (a cache miss already). If it could not get
+    down to the low-water mark, retain cuts to it now, in the same miss, instead of leaving the
+    request just under the threshold where every next call would clear a little (a miss each)."""
+    limit = opts.low_water if rewritten else opts.threshold
     memo = valid_memo(state, messages)
-    estimated = estimate_outbound_chars(messages)
-    if memo is None and (estimated <= opts.threshold or len(messages) <= opts.max_messages):
-        return StageResult(messages)
-    head = memo.head if memo is not None else _head_length(messages)
-    budget = opts.max_messages - head - (1 if head else 0)
-    cut = memo.cut if memo is not None else None
-    if cut is not None:
-        current = [*messages[:head], omitted_marker(cut - head), *messages[cut:]] if head else messages[cut:]
-        estimated = estimate_outbound_chars(current)
-        if estimated > opts.threshold and len(messages) - cut > budget:
-            moved = find_cut(messages, max(head, cut), budget)
-            if moved is not None and moved > cut and _worth_it(messages[cut:moved], estimated, opts):
-                cut = moved
-    else:
-        cut = find_cut(messages, head, budget)
-        if cut is None or not _worth_it(messages[head:cut], estimated, opts):
+    if state is not None and state.retain_memo is not None and memo is None:
+        state.retain_memo = None  # made on another history (a compaction, a rewind): void for good
+    if memo is None:
+        estimated = estimate_outbound_chars(messages)
+        if estimated <= limit:
             return StageResult(messages)
+        keep = head_indices(messages)
+        lower = 0
+    else:
+        keep = memo.keep
+        estimated = estimate_outbound_chars(_assemble(messages, keep, memo.cut))
+        lower = memo.cut + 1
+    # No message-count cap (react-agent-mini's max_messages): the cut is sized by the estimate alone.
+    if memo is None or estimated > limit:
+        found = find_cut(messages, keep, lower, opts)
+        if memo is not None and (found is None or not _worth_it(messages[memo.cut : found], estimated, opts)):
+            found = None
+        elif memo is None and (found is None or not _worth_it(_dropped(messages, keep, found), estimated, opts)):
+            return StageResult(messages)
+    else:
+        found = None
+    cut = found if found is not None else memo.cut  # type: ignore[union-attr]
+    if memo is None and cut - len(with_user_messages(messages, keep, cut, user_keep_budget(opts))) <= 0:
+        return StageResult(messages)  # everything before the cut would be kept anyway
+    if memo is None or memo.cut != cut:
+        keep = with_user_messages(
+            messages, head_indices(messages) if memo is None else _base(memo.keep, messages), cut, user_keep_budget(opts)
+        )
     records = []
-    if state is not None and (memo is None or memo.cut != cut or memo.head != head):
-        records.append(state.record_retain(RetainMemo(cut, head, messages[0])))
-    dropped = cut - head
-    out = [*messages[:head], omitted_marker(dropped), *messages[cut:]] if head else list(messages[cut:])
+    if state is not None and (memo is None or memo.cut != cut):
+        records.append(state.record_retain(RetainMemo(cut, keep, message_key(messages[cut]))))
+    out = _assemble(messages, keep, cut)
+    dropped = cut - len(keep)
     notices = []
     if memo is None or memo.cut != cut:
         trace(

@@ -8,6 +8,8 @@ a resumed session rebuilds this state and sends the same bytes.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,15 +17,34 @@ DECISION_RECORD = "decision"
 HISTORY_REPLACED_RECORD = "history_replaced"
 
 
+def message_key(message: dict[str, Any]) -> str:
+    """A stable identity for a history message: the same on every call and after a resume.
+
+    Messages carry no ids of their own, so the key is a hash of what the API sees of it (bookkeeping
+    keys excluded); with the message's position it tells "the history this cut was made on" from a
+    replaced one (every compaction starts with the same boundary text, so comparing first messages
+    could not)."""
+    api = {k: v for k, v in message.items() if k not in ("usage", "meta")}
+    raw = json.dumps(api, sort_keys=True, ensure_ascii=False).encode("utf-8", errors="surrogatepass")
+    return hashlib.sha256(raw).hexdigest()[:24]
+
+
 @dataclass
 class RetainMemo:
-    """Stage 3's last cut, kept between calls so it never moves back (monotonic, like micro)."""
+    """Stage 3's last cut, kept between calls so it never moves back (monotonic, like micro).
+
+    `keep` are the history indices sent before the omitted marker (the boundary and summary after a
+    compaction, and the user's own first message: the task); the messages from `cut` on are sent.
+    `anchor` is `message_key(history[cut])`: the memo applies only while that message is still there,
+    and any compaction (a new history) voids it explicitly too (`history_replaced`)."""
 
     cut: int
-    head: int
-    # The first history message the cut was made on: a replaced history (a summary) voids the memo.
-    # None after a resume until the first call binds it to the loaded history.
-    first: object = None
+    keep: tuple[int, ...]
+    anchor: str | None = None
+
+    @property
+    def head(self) -> int:
+        return len(self.keep)
 
 
 @dataclass
@@ -36,6 +57,8 @@ class ContentReplacementState:
     cleared: dict[str, str] = field(default_factory=dict)
     # Stage 3's cut (how many history messages are omitted behind the kept task).
     retain_memo: RetainMemo | None = None
+    # The pipeline's previous call, reused by a call whose history only grew (transient, never a record).
+    last_call: Any = field(default=None, repr=False, compare=False)
 
     def record(self, stage: str, tool_use_id: str, replacement: str | None) -> dict[str, Any]:
         """Apply one decision and return its transcript record."""
@@ -47,14 +70,33 @@ class ContentReplacementState:
     def record_retain(self, memo: RetainMemo) -> dict[str, Any]:
         """Set stage 3's cut and return its transcript record."""
         self.retain_memo = memo
-        return {"type": DECISION_RECORD, "stage": "retain", "cut": memo.cut, "head": memo.head}
+        return {
+            "type": DECISION_RECORD,
+            "stage": "retain",
+            "cut": memo.cut,
+            "keep": list(memo.keep),
+            "anchor": memo.anchor,
+        }
+
+    def history_replaced(self) -> None:
+        """A compaction boundary: the history is new, so a cut counted on the old one is void.
+        (Per-id decisions stay: tool_use ids are unique, a stale one matches nothing.)"""
+        self.retain_memo = None
+        self.last_call = None
 
     def apply_record(self, rec: dict[str, Any]) -> None:
         stage, tid, replacement = rec.get("stage"), rec.get("id"), rec.get("replacement")
         if stage == "retain":
-            cut, head = rec.get("cut"), rec.get("head")
-            if isinstance(cut, int) and isinstance(head, int) and 0 <= head <= cut:
-                self.retain_memo = RetainMemo(cut, head)
+            cut, keep, anchor = rec.get("cut"), rec.get("keep"), rec.get("anchor")
+            if keep is None and isinstance(rec.get("head"), int):  # records written before `keep`
+                keep = list(range(rec["head"]))
+            if (
+                isinstance(cut, int)
+                and isinstance(keep, list)
+                and all(isinstance(k, int) and 0 <= k < cut for k in keep)
+                and (anchor is None or isinstance(anchor, str))
+            ):
+                self.retain_memo = RetainMemo(cut, tuple(keep), anchor)
             return
         if not isinstance(tid, str):
             return
@@ -72,7 +114,7 @@ class ContentReplacementState:
             if rec.get("type") == DECISION_RECORD:
                 state.apply_record(rec)
             elif rec.get("type") == HISTORY_REPLACED_RECORD:
-                state.retain_memo = None  # a cut counts messages of the history it was made on
+                state.history_replaced()  # a cut counts messages of the history it was made on
         return state
 
     def reset(self) -> None:
@@ -80,3 +122,4 @@ class ContentReplacementState:
         self.replacements.clear()
         self.cleared.clear()
         self.retain_memo = None
+        self.last_call = None

@@ -1,9 +1,9 @@
 """Command hooks: shell commands run at PreToolUse, PostToolUse, Stop, UserPromptSubmit and SessionStart.
 
-Configuration (all sources are merged, in this order):
-- `<project>/.agents/hooks.json`: the events at the top level or under `"hooks"`;
-- `<project>/.claude/settings.json` and `.claude/settings.local.json`: their `"hooks"` key;
-- `<agent home>/hooks.json` for user-wide hooks.
+Configuration (all sources are merged, in this order; see `config_sources`):
+- user: the `"hooks"` key of the user settings files, and `<agent home>/hooks.json`;
+- project and local, only in a trusted folder: `<project>/.agents/hooks.json` (events at the top level or
+  under `"hooks"`), and the `"hooks"` key of `.claude/settings*.json` and `.agents/settings*.json`.
 
 An event maps to a list of entries. An entry is either flat, `{matcher, command, timeoutMs?,
 denyOnFailure?}`, or Claude Code's nested form, `{matcher, hooks: [{type: "command", command,
@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.config import getenv
+from services.credentials import child_env
 from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
@@ -75,7 +77,7 @@ Executor = Callable[[HookEntry, dict[str, Any], Path], Awaitable[HookOutcome]]
 
 
 def hooks_disabled() -> bool:
-    return os.environ.get("HOOKS") == "0"
+    return getenv("HOOKS") == "0"
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -156,15 +158,18 @@ def load_hooks_file(path: Path, *, nested_only: bool = False) -> HooksConfig | N
     return parse_hooks_config(data, nested_only=nested_only)
 
 
-def config_sources(cwd: Path, home: Path | None) -> list[tuple[Path, bool]]:
-    """(path, nested_only) for every file hooks are read from, in merge order."""
-    sources = [
-        (cwd / ".agents" / "hooks.json", False),
-        (cwd / ".claude" / "settings.json", True),
-        (cwd / ".claude" / "settings.local.json", True),
-    ]
+def config_sources(cwd: Path, home: Path | None, trusted: bool = True) -> list[tuple[Path, bool]]:
+    """(path, nested_only) for every file hooks are read from, in merge order: the settings layer's
+    files (their `hooks` key) plus the flat `hooks.json` files. The project's files count only when the
+    folder is trusted (a cloned repository must not run code on start)."""
+    from services.settings import local_files, project_files, user_files
+
+    sources: list[tuple[Path, bool]] = []
     if home is not None:
-        sources.append((home / "hooks.json", False))
+        sources += [(p, True) for p in user_files(home)] + [(home / "hooks.json", False)]
+    if trusted:
+        sources += [(cwd / ".agents" / "hooks.json", False)]
+        sources += [(p, True) for p in [*project_files(cwd), *local_files(cwd)]]
     return sources
 
 
@@ -197,8 +202,8 @@ def _decode(data: bytes | None) -> str:
 async def run_hook_command(entry: HookEntry, payload: dict[str, Any], cwd: Path) -> HookOutcome:
     """Run one hook command with `payload` as JSON on stdin; never raises for the command's failures."""
     started = time.monotonic()
-    env = dict(os.environ)
-    env["AGENT_PROJECT_DIR"] = str(cwd)
+    # Hooks never see the agent's credentials (services/credentials.py).
+    env = child_env(extra={"AGENT_PROJECT_DIR": str(cwd)})
     env.setdefault("CLAUDE_PROJECT_DIR", str(cwd))
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -328,9 +333,14 @@ class CommandHooks(Hooks):
         transcript_path: Callable[[], str] | None = None,
         report: Callable[[str], None] | None = None,
         executor: Executor | None = None,
+        trusted: bool = True,
+        extra: list[Any] | None = None,
     ):
         self.cwd = cwd
         self.home = home
+        self.trusted = trusted
+        # `hooks` tables that come from no file (the --settings flag), after the files' entries.
+        self.extra = list(extra or [])
         self._session_id = session_id
         self._transcript_path = transcript_path
         self.report = report or _default_report
@@ -348,7 +358,7 @@ class CommandHooks(Hooks):
     # -- config --
     def _key(self) -> tuple:
         key = []
-        for path, _ in config_sources(self.cwd, self.home):
+        for path, _ in config_sources(self.cwd, self.home, self.trusted):
             try:
                 st = path.stat()
                 key.append((st.st_mtime_ns, st.st_size, st.st_ino))
@@ -361,11 +371,14 @@ class CommandHooks(Hooks):
         key = self._key()
         if key != self._config_key:
             merged: HooksConfig = {}
-            for (path, nested_only), stat in zip(config_sources(self.cwd, self.home), key, strict=True):
+            for (path, nested_only), stat in zip(config_sources(self.cwd, self.home, self.trusted), key, strict=True):
                 if stat is None:
                     continue
                 loaded = load_hooks_file(path, nested_only=nested_only) or {}
                 for event, entries in loaded.items():
+                    merged.setdefault(event, []).extend(entries)
+            for table in self.extra:
+                for event, entries in parse_hooks_config({"hooks": table}, nested_only=True).items():
                     merged.setdefault(event, []).extend(entries)
             self._config, self._config_key = merged, key
             self.loads += 1

@@ -10,7 +10,7 @@ from pathlib import Path
 from agent.app import AppOptions, build_engine
 from services.config import Settings
 from services.events import NoticeEvent
-from services.tool_result_storage import PERSISTED_OUTPUT_TAG
+from services.tool_result_storage import PERSISTED_OUTPUT_TAG, spill_path
 from tests.fake_anthropic import FakeAnthropic, tool_block
 
 N_LINES = 4000  # lines of ~16 chars: 60+ KB per command, over Bash's 30000 threshold
@@ -35,7 +35,7 @@ async def test_parallel_bash_outputs_spilled_then_read(fake_env: FakeAnthropic, 
         pytest.skip("no Bash tool")
     ids = [f"toolu_big_{i}" for i in range(4)]
     cmds = [f"python3 -c \"[print('out{i} line', n) for n in range({N_LINES})]\"" for i in range(4)]
-    spill = engine.session_dir / "tool-results" / f"{ids[0]}.txt"
+    spill = spill_path(engine.session_dir / "tool-results", ids[0])
     fake_env.reply("Running four commands.", *(tool_block("Bash", {"command": c}, id=t) for c, t in zip(cmds, ids, strict=True)))
     fake_env.reply(tool_block("Read", {"file_path": str(spill), "offset": 3990, "limit": 5}, id="toolu_read"))
     fake_env.reply("All done.")
@@ -53,7 +53,7 @@ async def test_parallel_bash_outputs_spilled_then_read(fake_env: FakeAnthropic, 
         sent = _text(second[tid])
         assert sent.startswith(PERSISTED_OUTPUT_TAG), tid
         assert f"out{i} line 0\n" in sent and len(sent) < 3000
-        path = engine.session_dir / "tool-results" / f"{tid}.txt"
+        path = spill_path(engine.session_dir / "tool-results", tid)
         assert f"Full output saved to: {path}" in sent
         assert path.read_text().splitlines()[-1] == f"out{i} line {N_LINES - 1}"
         assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -36,6 +36,11 @@ def long_turn(n_tools: int, body: int = 300) -> list:
     return msgs
 
 
+def marker_at(out: list) -> int:
+    """Index of the omitted marker: before it the head and the user's own messages kept verbatim."""
+    return next(i for i, m in enumerate(out) if (m.get("meta") or {}).get("omitted"))
+
+
 def pairing_ok(msgs: list) -> bool:
     seen = set()
     for m in msgs:
@@ -50,24 +55,30 @@ def pairing_ok(msgs: list) -> bool:
 def test_tail_at_most_max_and_last_kept():
     msgs = conversation(10)
     out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12)).messages
-    assert len(out) <= 12 and out[-1] is msgs[-1]
+    k = marker_at(out)
+    assert len(out) - k - 1 <= 12 and out[-1] is msgs[-1]
+    assert all(is_user_text_message(m) and m["content"][0]["text"].startswith("ask") for m in out[:k])
 
 
 def test_first_message_kept_with_marker():
     msgs = conversation(10)
     out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=10)).messages
     assert out[0] is msgs[0]
-    assert out[1]["content"][0]["text"].endswith("earlier messages omitted]")
-    dropped = len(msgs) - (len(out) - 2)
-    assert out[1]["content"][0]["text"] == f"[{dropped - 1} earlier messages omitted]"
-    assert is_user_text_message(out[2])
+    k = marker_at(out)
+    dropped = len(msgs) - (len(out) - 1)
+    assert out[k]["content"][0]["text"] == f"[{dropped} earlier messages omitted]"
+    # the user's own messages of the omitted stretch are kept verbatim, in order, before the marker
+    assert [m["content"][0]["text"] for m in out[:k]] == [f"ask {i}" for i in range(k)]
     assert pairing_ok(out)
 
 
-def test_short_history_same_reference():
+def test_short_history_over_the_threshold_is_cut_too():
+    # Retain answers to the size, not to a message count: a short history over the threshold is cut
+    # (react-agent-mini kept any history of 40 messages or fewer, and sent it over the threshold).
     msgs = conversation(2)
     res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=40))
-    assert res.messages is msgs and res.notices == []
+    assert res.messages[0] is msgs[0] and res.messages[-1] is msgs[-1] and len(res.messages) < len(msgs) + 1
+    assert pairing_ok(res.messages)
 
 
 def test_under_threshold_is_noop():
@@ -95,8 +106,8 @@ def test_boundary_and_summary_kept_as_head():
     msgs = [user_message(COMPACT_BOUNDARY_TEXT), user_message(SUMMARY_PREFIX + "did things")] + conversation(10)
     out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12)).messages
     assert out[0] is msgs[0] and out[1] is msgs[1]
-    assert "earlier messages omitted" in out[2]["content"][0]["text"]
-    assert len(out) <= 12 and pairing_ok(out)
+    k = marker_at(out)
+    assert k >= 2 and len(out) - k - 1 <= 12 and pairing_ok(out)
 
 
 def test_no_safe_cut_returns_unchanged():
@@ -158,7 +169,9 @@ def test_cut_kept_under_threshold_and_reset_on_new_history():
     msgs = conversation(10)
     first = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12), state).messages
     again = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=10**9, max_messages=12), state)
-    assert [id(m) for m in again.messages[2:]] == [id(m) for m in first[2:]]
+    k = marker_at(first)
+    assert [id(m) for m in again.messages[:k]] == [id(m) for m in first[:k]]
+    assert [id(m) for m in again.messages[k + 1 :]] == [id(m) for m in first[k + 1 :]]
     assert again.notices == []  # same cut: no new notice
     replaced = [user_message(COMPACT_BOUNDARY_TEXT), user_message(SUMMARY_PREFIX + "s"), *msgs[-4:]]
     res = apply_retain_tail_if_needed(replaced, CompactOptions(threshold=10**9, max_messages=12), state)

@@ -57,16 +57,10 @@ class Plan:
     cleanup: Callable[[Scenario], None] | None = None
 
 
-@dataclass
-class Scenario:
+class HomeAndProject:
+    """A scenario's directories under `base`: `home` (AGENT_HOME) and `project` (the working directory)."""
+
     base: Path
-    fake: FakeAnthropic
-    runners: list[CliRunner]
-    plan: Plan | None = None
-    running: list[RunningCli] = field(default_factory=list)
-    first: list[CliResult] = field(default_factory=list)
-    then: list[CliResult] = field(default_factory=list)
-    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -75,6 +69,18 @@ class Scenario:
     @property
     def project(self) -> Path:
         return self.base / "project"
+
+
+@dataclass
+class Scenario(HomeAndProject):
+    base: Path
+    fake: FakeAnthropic
+    runners: list[CliRunner]
+    plan: Plan | None = None
+    running: list[RunningCli] = field(default_factory=list)
+    first: list[CliResult] = field(default_factory=list)
+    then: list[CliResult] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def transcripts(self) -> list[Path]:
         return sorted((self.home / "projects").glob("*/*.jsonl"))
@@ -113,7 +119,7 @@ def retried(s: Scenario) -> Plan:
     s.fake.text("Recovered answer.")
     s.fake.text("Second answer.")
     return Plan(
-        first=[(["-p", "first question"], {"TRACE": "1", "API_MAX_RETRIES": "4"})],
+        first=[(["-p", "--verbose", "first question"], {"TRACE": "1", "API_MAX_RETRIES": "4"})],
         then=[(["--continue", "-p", "second question"], {})],
     )
 
@@ -473,7 +479,7 @@ def test_hostile_tool_calls_get_error_results_or_run_bounded(runs):
     assert malformed.get("is_error") is True and "not valid JSON" in malformed["content"], malformed
 
     unknown = results_by_id(assert_well_formed(requests[2]))["toolu_unknown"]
-    assert unknown.get("is_error") is True and "Unknown tool: NoSuchTool" in unknown["content"]
+    assert unknown.get("is_error") is True and "No such tool available: NoSuchTool" in unknown["content"]
 
     many = results_by_id(assert_well_formed(requests[3]))
     assert [many[f"toolu_many_{i:02d}"]["content"] for i in range(FIFTY)] == [f"m{i}" for i in range(FIFTY)]
@@ -483,11 +489,11 @@ def test_hostile_tool_calls_get_error_results_or_run_bounded(runs):
     content = big["content"] if isinstance(big["content"], str) else json.dumps(big["content"])
     assert len(content) < 10_000, len(content)  # spilled: a pointer, not 5 MB
     assert "<persisted-output>" in content
-    (spilled,) = (s.home / "projects").glob("*/*/tool-results/toolu_big.txt")
+    (spilled,) = (s.home / "projects").glob("*/*/tool-results/toolu_big-*.txt")
     assert spilled.stat().st_size == BIG
     # The user is told, in one line, where the output went (issue 4: no silent relocation).
     notices = [line for line in r.stderr.splitlines() if line.startswith("[spill] ")]
-    assert notices == [f"[spill] Output of Echo (5.0 MB) saved to {spilled}"], notices
+    assert notices == [f"[spill] Output of Echo (5MB) saved to {spilled}"], notices
 
 
 def test_kill_9_during_a_tool_then_continue_is_well_formed(runs):
@@ -538,7 +544,7 @@ def test_two_concurrent_sessions_never_share_files(runs):
     assert [r.stdout.strip() for r in s.first] == ["done A", "done B"]
     transcripts = s.transcripts()
     assert len(transcripts) == 2
-    spills = sorted(s.home.glob("projects/*/*/tool-results/toolu_same.txt"))
+    spills = sorted(s.home.glob("projects/*/*/tool-results/toolu_same-*.txt"))
     assert len(spills) == 2 and spills[0] != spills[1]
     assert sorted(p.read_text() for p in spills) == ["A" * 5000, "B" * 5000]
     by_letter = {}
@@ -547,7 +553,7 @@ def test_two_concurrent_sessions_never_share_files(runs):
         assert not loaded.warnings
         letter = user_texts(loaded.messages)[0][-1]
         by_letter[letter] = t
-        (own_spill,) = t.with_suffix("").glob("tool-results/toolu_same.txt")
+        (own_spill,) = t.with_suffix("").glob("tool-results/toolu_same-*.txt")
         assert own_spill.read_text() == letter * 5000
     assert sorted(by_letter) == ["A", "B"]
     for fake, letter in zip(s.notes["fakes"], "AB", strict=True):

@@ -63,9 +63,9 @@ async def test_five_megabyte_argument_runs_bounded(home):
     terminal = await run(engine, "go")
     assert terminal.reason == "completed"
     result = tool_results(engine.messages[2])[0]
-    # additionalProperties is false: the call is refused with a one-line error, not run.
-    assert result.get("is_error") is True
-    assert "\n" not in result["content"] and len(result["content"]) < 2000
+    # additionalProperties is false: the call is refused with a short error (Claude Code's shape), not run.
+    assert result.get("is_error") is True and "An unexpected parameter `extra` was provided" in result["content"]
+    assert len(result["content"]) < 2000
 
 
 async def test_hostile_bytes_are_stored_and_sent_as_valid_json(home):
@@ -86,6 +86,6 @@ async def test_unknown_tool_and_invalid_input_do_not_stop_the_loop(home):
     terminal = await run(engine, "go")
     assert terminal.reason == "completed"
     r1, r2 = tool_results(engine.messages[2])
-    assert r1["is_error"] and "Unknown tool: NoSuchTool" in r1["content"]
-    assert r2["is_error"] and "Invalid input for Echo" in r2["content"]
+    assert r1["is_error"] and "No such tool available: NoSuchTool" in r1["content"]
+    assert r2["is_error"] and "InputValidationError: Echo failed" in r2["content"]
     assert len(tool_uses(engine.messages[1])) == 2

@@ -14,6 +14,7 @@ from pathlib import Path
 from test_mcp_servers import SERVERS, alive, free_port, wait_for_port
 
 from services.messages import tool_results
+from services.trust import trust
 from tests.conftest import CliRunner
 from tests.fake_anthropic import FakeAnthropic, tool_block
 
@@ -33,12 +34,14 @@ def test_one_shot_uses_stdio_and_http_mcp_servers(tmp_path: Path, fake_anthropic
             "tour": {"type": "http", "url": "http://127.0.0.1:${TOUR_PORT}/mcp"},
             "broken": {"args": ["no command"]},
         }}))
+        trust(project, home)  # a project's .mcp.json starts servers only in a trusted folder (issue 15)
         wait_for_port(port, http, time.monotonic() + 90)
         fake_anthropic.reply("Adding.", tool_block("mcp__calc__add", {"a": 2, "b": 3}, id="toolu_mcp1"))
         fake_anthropic.text("2 + 3 = 5")
         result = CliRunner(home, project, fake_anthropic)(
             "--output-format", "json", "Follow @tour:docs://handbook and add 2 and 3", timeout=180,
             PID_FILE=str(pid_file), TOUR_PORT=str(port), MCP_CONNECT_TIMEOUT_MS="90000",
+            MCP_STARTUP_WAIT_MS="90000",  # this test wants the tools in the first request
         )
         assert result.code == 0, result.stderr
         assert json.loads(result.stdout)["result"] == "2 + 3 = 5"

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from services.mcp.config import config_paths, load_config
-from services.mcp.manager import extract_mentions, public_tool_name
+from services.mcp.content import extract_mentions
+from services.mcp.names import public_tool_name
 
 
 def write(path: Path, data: object) -> Path:
@@ -91,3 +92,35 @@ def test_mentions_are_extracted_deduplicated_and_split_at_the_first_colon() -> N
     assert extract_mentions(text) == [("tour", "docs://a"), ("other", "res://b")]
     assert extract_mentions("@tour:docs://handbook") == [("tour", "docs://handbook")]
     assert extract_mentions("no mentions @here or a:b") == []
+
+
+def test_scopes_stack_user_project_local_then_mcp_config(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    project.mkdir()
+    write(home / "mcp.json", {
+        "mcpServers": {"a": {"command": "user-a"}, "b": {"command": "user-b"}, "u": {"command": "only-user"}},
+        "projects": {str(project.resolve()): {"mcpServers": {"b": {"command": "local-b"}, "c": {"command": "local-c"}}},
+                     "/elsewhere": {"mcpServers": {"x": {"command": "not-this-project"}}}},
+    })
+    write(project / ".mcp.json", {"mcpServers": {"a": {"command": "project-a"}, "b": {"command": "project-b"},
+                                                  "c": {"command": "project-c"}}})
+    write(project / "more.json", {"mcpServers": {"c": {"command": "config-c"}}})
+    servers, warnings = load_config(project, {"AGENT_HOME": str(home), "MCP_CONFIG": "more.json"})
+    assert warnings == []
+    got = {n: (s.command, s.scope) for n, s in servers.items()}
+    assert got == {"a": ("project-a", "project"), "b": ("local-b", "local"), "c": ("config-c", "config"),
+                   "u": ("only-user", "user")}
+
+
+def test_a_broken_user_file_names_the_file_and_field(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    write(home / "mcp.json", {"mcpServers": {"ok": {"command": "x"}, "bad": {"command": 3}},
+                              "projects": {str(tmp_path.resolve()): {"mcpServers": []}}})
+    servers, warnings = load_config(tmp_path, {"AGENT_HOME": str(home)})
+    assert list(servers) == ["ok"]
+    assert warnings[0] == f'MCP config {home / "mcp.json"} "mcpServers": server "bad" needs a non-empty "command" string; skipped'
+    assert '"projects" / ' in warnings[1] and '"mcpServers" must be an object' in warnings[1]
+    write(home / "mcp.json", "{broken")
+    assert load_config(tmp_path, {"AGENT_HOME": str(home)})[1][0].startswith(f"MCP config {home / 'mcp.json'}: invalid JSON")

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from services.mcp.manager import MAX_MENTION_CHARS, McpError, McpManager
+from services.mcp.content import MAX_MENTION_CHARS, expand_mentions
+from services.mcp.manager import McpError, McpManager
+from services.mcp.prompts import find_prompt, parse_args, prompt_messages
 from tests.procs import pid_alive as alive
 from tools.base import SessionState, ToolContext
 from tools.mcp_tool import mcp_tools
@@ -60,6 +62,9 @@ class Env:
 
     def ctx(self) -> ToolContext:
         return ToolContext(session=SessionState(cwd=self.root), project_root=self.root)
+
+    async def tool_call(self, server: str, tool: str, args: dict[str, Any] | None = None) -> Any:
+        return await self.manager.call_tool(server, tool, args or {})
 
     def tool(self, name: str) -> Any:
         return next(t for t in mcp_tools(self.manager) if t.name == name)
@@ -175,9 +180,12 @@ async def test_resource_tools_list_and_read(env: Env) -> None:
 
 
 async def test_mentions_inject_resources_and_failures_warn(env: Env) -> None:
-    messages, warnings = await env.manager.expand_mentions(
-        "Read @tour:docs://handbook, then @tour:docs://big and @calculator:x://y and @ghost:a://b; mail a@b.c"
+    out = await expand_mentions(
+        env.manager,
+        "Read @tour:docs://handbook, then @tour:docs://big and @calculator:x://y and @ghost:a://b; mail a@b.c",
     )
+    messages, warnings = out.messages, out.warnings
+    assert out.notices[0].startswith("Mounted MCP resource @tour:docs://handbook (")
     assert len(messages) == 2
     first = messages[0]["content"][0]["text"]
     assert "server=tour uri=docs://handbook" in first and "Travel handbook" in first
@@ -193,11 +201,13 @@ async def test_prompts_are_listed_and_fetched_with_zipped_args(env: Env) -> None
     prompts = env.manager.prompts()
     assert [(p.server, p.name, p.arg_names) for p in prompts] == [("tour", "plan_trip", ["city", "days"])]
     assert prompts[0].description == "Plan a trip to a city."
-    messages = await env.manager.get_prompt("tour", "plan_trip", "Paris 2 extra")
-    assert messages[0]["role"] == "user"
-    assert messages[0]["content"][0]["text"].startswith("City=Paris; Days=2.")
-    messages = await env.manager.get_prompt("tour", "plan_trip", {"city": "Tokyo"})
-    assert messages[0]["content"][0]["text"].startswith("City=Tokyo; Days=?.")
+    info = find_prompt(env.manager, "tour", "plan_trip")
+    assert parse_args('"New York" days=2', info) == {"city": "New York", "days": "2"}
+    out = await prompt_messages(env.manager, "tour", "plan_trip", parse_args("Paris 2", info))
+    assert out.messages[0]["role"] == "user"
+    assert out.messages[0]["content"][0]["text"].startswith("City=Paris; Days=2.")
+    out = await prompt_messages(env.manager, "tour", "plan_trip", {"city": "Tokyo"})
+    assert out.messages[0]["content"][0]["text"].startswith("City=Tokyo; Days=?.")
 
 
 async def test_calls_run_concurrently_and_a_hung_call_times_out(env: Env) -> None:
@@ -226,11 +236,25 @@ async def test_a_server_that_crashes_mid_call_is_an_error_and_the_rest_go_on(env
     assert "disconnected" in out.content or "Connection closed" in out.content, out.content
     out = await env.tool("mcp__calculator__add").call({"a": 1, "b": 1}, env.ctx())
     assert out.content == [{"type": "text", "text": "2"}]
-    # The dead server's tools are no longer offered, and a direct call says why.
+    # The dead server's tools are no longer offered until it is back.
     assert "mcp__crash__ok" not in [t.name for t in mcp_tools(env.manager)]
-    with pytest.raises(McpError, match="not connected"):
-        await env.manager.call_tool("crash", "ok", {})
     assert dict((n, s) for n, s, _ in env.manager.status())["crash"].startswith("failed: disconnected")
+    if env.transport == "stdio":
+        # A stdio server is restarted once, on the next call, with a notice; the call then works.
+        env.manager.take_notices()
+        out = await env.tool_call("crash", "ok")
+        assert out.content[0].text == "ok"
+        assert any("restarted" in text for _, text in env.manager.take_notices())
+        assert "mcp__crash__ok" in [t.name for t in mcp_tools(env.manager)]
+        # Only once: a second crash stays down.
+        out = await env.tool("mcp__crash__crash").call({}, env.ctx())
+        assert out.is_error
+        with pytest.raises(McpError, match="not connected"):
+            await env.manager.call_tool("crash", "ok", {})
+    else:
+        # The HTTP server process is gone for good: the restart fails and says so.
+        with pytest.raises(McpError, match="not connected"):
+            await env.manager.call_tool("crash", "ok", {})
 
 
 async def test_close_stops_every_server(env: Env) -> None:

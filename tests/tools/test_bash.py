@@ -32,9 +32,13 @@ async def test_cd_carries_over_exports_do_not(project: Path, run, ctx) -> None:
 async def test_interleaved_output_and_exit_code(run) -> None:
     out = await run("Bash", command="echo one; echo two >&2; echo three; exit 4")
     assert out.is_error
-    assert out.content == "one\ntwo\nthree\n[Exit code 4]"
+    assert out.content == "Exit code 4\none\ntwo\nthree"  # Claude Code's shape: the code first
     ok = await run("Bash", command="true")
-    assert not ok.is_error and ok.content == "(no output)"
+    assert not ok.is_error and ok.content == "(Bash completed with no output)"
+    blank = await run("Bash", command="printf '  \\n\\n'")
+    assert not blank.is_error and blank.content == "(Bash completed with no output)"
+    bare = await run("Bash", command="false")
+    assert bare.is_error and bare.content == "Exit code 1"
 
 
 async def test_stdin_gets_eof(run) -> None:
@@ -95,10 +99,14 @@ async def test_no_self_truncation_below_the_hard_cap_and_a_marker_above(run) -> 
 async def test_limits_and_preview() -> None:
     tool = BashTool()
     assert tool.max_result_chars == 30_000 and not tool.is_read_only({"command": "ls"})
-    text = "h" * 1500 + "m" * 5000 + "t" * 1500
-    preview = tool.spill_preview(text)
-    assert preview.startswith("h" * 1000) and preview.endswith("t" * 1000) and "6000 characters cut" in preview
-    assert tool.spill_preview("short") == "short"
+    assert tool.spill_preview("h" * 50_000) is None  # the default preview: the first 2KB, as Claude Code
+
+
+async def test_timeout_ms_alias() -> None:
+    """react-agent-mini's deprecated `timeout_ms` is accepted and honoured (not offered in the schema)."""
+    assert "timeout_ms" not in BashTool.input_schema["properties"]
+    assert BashTool().normalize_input({"command": "x", "timeout_ms": 300}) == {"command": "x", "timeout": 300}
+    assert BashTool().normalize_input({"command": "x", "timeout": 5, "timeout_ms": 300}) == {"command": "x", "timeout": 5}
 
 
 async def test_timeout_is_capped(run, monkeypatch) -> None:

@@ -35,8 +35,8 @@ async def test_scripted_model_reads_then_edits(tmp_path: Path, monkeypatch) -> N
     model.assert_done()
     assert (project / "app.py").read_text() == "def greet():\n    return 'hi'\n"
     results = [r for m in engine.messages if m["role"] == "user" for r in tool_results(m)]
-    assert "     2\t    return 'hello'" in results[0]["content"]
-    assert not results[1].get("is_error") and "return 'hi'" in results[1]["content"]
+    assert "2\t    return 'hello'" in results[0]["content"]
+    assert not results[1].get("is_error") and "has been updated successfully" in results[1]["content"]
 
 
 async def test_disallowed_bare_tool_is_not_offered_and_rules_reach_the_gate(tmp_path: Path, monkeypatch) -> None:

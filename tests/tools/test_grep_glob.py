@@ -40,14 +40,17 @@ async def test_files_with_matches_newest_first_respecting_gitignore(project: Pat
 
 async def test_content_mode_line_numbers_case_and_context(project: Path, run) -> None:
     _tree(project)
+    # One file: its lines without the file name (Claude Code's format).
     out = await run("Grep", pattern="needle", output_mode="content", path="src/b.py")
-    assert out.content == "src/b.py:2:needle = 2"
+    assert out.content == "2:needle = 2"
     out = await run("Grep", pattern="needle", output_mode="content", path="src/b.py", **{"-i": True})
-    assert out.content.splitlines() == ["src/b.py:1:NEEDLE = 1", "src/b.py:2:needle = 2"]
+    assert out.content.splitlines() == ["1:NEEDLE = 1", "2:needle = 2"]
+    out = await run("Grep", pattern="ne+d", output_mode="content", path="src/b.py", **{"-o": True})
+    assert out.content == "2:need"
     out = await run("Grep", pattern="return", output_mode="content", path="src", **{"-B": 1})
     assert "src/a.py-1-def alpha():" in out.content and "src/a.py:2:" in out.content
     out = await run("Grep", pattern="needle", output_mode="content", path="src/b.py", **{"-n": False})
-    assert out.content == "src/b.py:needle = 2"
+    assert out.content == "needle = 2"
 
 
 async def test_count_glob_type_and_multiline(project: Path, run) -> None:
@@ -71,6 +74,8 @@ async def test_invalid_regex_and_no_matches(project: Path, run) -> None:
     out = await run("Grep", pattern="foo(")
     assert out.is_error and "regex parse error" in out.content
     out = await run("Grep", pattern="zzz_not_there")
+    assert not out.is_error and out.content == "No files found"
+    out = await run("Grep", pattern="zzz_not_there", output_mode="content")
     assert not out.is_error and out.content == "No matches found"
     out = await run("Grep", pattern="x", path="no/such")
     assert out.is_error and "does not exist" in out.content

@@ -8,9 +8,10 @@ import pytest
 
 from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
+from tools.bash_parse import always_rule_content
 from tools.edit import EditTool
 from tools.grep import GrepTool
-from tools.permissions import REJECT_MESSAGE, PermissionGate, bash_prefix_rule, split_command
+from tools.permissions import REJECT_MESSAGE, PermissionGate, headless_denial
 from tools.read import ReadTool
 from tools.write import WriteTool
 
@@ -20,7 +21,8 @@ E = {"old_string": "a", "new_string": "b"}
 # (mode, allowed, disallowed, ask_rules, tool, input, ALLOW_WRITE, expected: allow | deny | ask)
 CASES = [
     ("default", [], [], [], "Read", {"file_path": "x.py"}, False, "allow"),
-    ("default", [], [], [], "Read", {"file_path": "/etc/hosts"}, False, "allow"),  # reads outside are fine
+    ("default", [], [], [], "Read", {"file_path": "/etc/hosts"}, False, "ask"),  # reads outside ask (issue 15)
+    ("default", ["Read(/etc/**)"], [], [], "Read", {"file_path": "/etc/hosts"}, False, "allow"),
     ("default", [], [], [], "Write", {"file_path": "x.py", "content": ""}, False, "ask"),
     ("default", [], [], [], "Bash", {"command": "ls"}, False, "ask"),
     ("default", [], [], [], "Write", {"file_path": "x.py", "content": ""}, True, "allow"),
@@ -90,7 +92,7 @@ async def test_gate_table(ctx, monkeypatch, mode, allowed, disallowed, ask_rules
                                    ask_tools=ask_rules).authorize(TOOLS[tool], input, ctx)
     assert oneshot.allowed == (expected == "allow")
     if expected == "ask":
-        assert oneshot.message == REJECT_MESSAGE and not oneshot.end_turn
+        assert (oneshot.message == REJECT_MESSAGE or "--add-dir" in oneshot.message) and not oneshot.end_turn
 
 
 async def test_user_deny_ends_the_turn(ctx) -> None:
@@ -131,9 +133,21 @@ async def test_always_on_an_outside_write_adds_no_rule(ctx) -> None:
     assert gate.session_rules == []
 
 
-def test_prefix_and_split_helpers() -> None:
-    assert bash_prefix_rule("git status --short") == "git status:*"
-    assert bash_prefix_rule("ls -la /tmp") == "ls:*"
-    assert bash_prefix_rule("make && rm -rf x") == "make && rm -rf x"
-    assert split_command("a && b | c; d 'e;f'") == (["a", "b", "c", "d 'e;f'"], False)
-    assert split_command("echo $(whoami)")[1] is True
+def test_always_rule_is_never_broader_than_word_and_subcommand() -> None:
+    assert always_rule_content("git status --short") == "git status:*"
+    assert always_rule_content("ls -la /tmp") == "ls:*"
+    assert always_rule_content("make && rm -rf x") is None  # compound: no "always"
+    assert always_rule_content("git -C x push") == "git -C x push"
+    for interp in ("bash -c 'ls'", "python -m pytest", "sudo apt install x", "node x.js", "perl -e 1", "sh x.sh"):
+        rule = always_rule_content(interp)
+        assert rule is not None and not rule.endswith(":*"), interp
+    assert always_rule_content("echo $(id)") is None
+
+
+def test_headless_denial_words(ctx) -> None:
+    """Claude Code 2.1's `-p` denial texts (tests/fixtures/claude_code: denied_*_default_mode)."""
+    w = headless_denial(TOOLS["Write"], {"file_path": "new.txt", "content": ""}, ctx)
+    assert w == f"Claude requested permissions to write to {ctx.resolve('new.txt')}, but you haven't granted it yet."
+    r = headless_denial(TOOLS["Read"], {"file_path": "a.py"}, ctx)
+    assert r.startswith("Claude requested permissions to read from ")
+    assert headless_denial(TOOLS["Bash"], {"command": "python3 x.py"}, ctx) == "This command requires approval"

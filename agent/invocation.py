@@ -1,0 +1,237 @@
+"""From parsed flags to one `Invocation`: what to run, how to print it, and the engine's options.
+
+All the checks Claude Code makes on flag combinations live here, each a one-line usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent.app import AppOptions
+from agent.flags import MODE_ALIASES, UsageError, split_tool_list, workdir_of
+
+
+@dataclass
+class Invocation:
+    app: AppOptions
+    prompt: str
+    interactive: bool
+    output_format: str = "text"
+    input_format: str = "text"
+    include_partial: bool = False
+    replay_user_messages: bool = False
+    verbose: bool = False
+    debug: bool = False
+    continue_: bool = False
+    resume: str | None = None
+    fork_session: bool = False
+    max_budget_usd: float | None = None
+    json_schema: dict[str, Any] | None = None
+    permission_prompt_tool: str | None = None
+    never_ask: bool = False  # dontAsk: anything that would ask is denied
+    effort: str | None = None
+    thinking: str | None = None
+    max_thinking_tokens: int | None = None
+    # The SDK asks for `session_state_changed` frames with this variable.
+    reads_session_state: bool = field(default_factory=lambda: os.environ.get(
+        "CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1")
+
+    @property
+    def settings(self) -> Any:
+        return self.app.settings
+
+
+def _read_text_file(flag: str, path: str) -> str:
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{flag} {path}: cannot be read: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+
+
+def _json_arg(flag: str, raw: str) -> dict[str, Any]:
+    """A JSON object given inline, or the path of a file holding one."""
+    text = raw
+    if not raw.lstrip().startswith("{"):
+        text = _read_text_file(flag, raw)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag}: expected a JSON object")
+    return value
+
+
+def _permission_mode(ns: argparse.Namespace) -> str:
+    from tools.permissions import MODES
+
+    if ns.dangerously_skip_permissions:
+        return "bypassPermissions"
+    mode = ns.permission_mode or "default"
+    mode = MODE_ALIASES.get(mode, mode)
+    if mode == "dontAsk":  # never ask: what is not allowed by a rule or the mode is denied
+        return "default"
+    if mode == "auto":
+        sys.stderr.write("warning: --permission-mode auto (a classifier decides) is not supported; using default\n")
+        return "default"
+    if mode not in MODES:
+        raise UsageError(f"--permission-mode must be one of {', '.join(MODES)}, got {ns.permission_mode!r}")
+    return mode
+
+
+def _tools_filter(values: list[str] | None) -> list[str] | None:
+    """`--tools`: None = not given (all tools); [] = none; ["default"] = all; else these names."""
+    if values is None:
+        return None
+    names = split_tool_list(values)
+    if names == ["default"]:
+        return None
+    return names
+
+
+def _setting_sources(ns: argparse.Namespace) -> list[str] | None:
+    if ns.setting_sources is None:
+        return None
+    return [s.strip() for s in ns.setting_sources.split(",") if s.strip()]
+
+
+def build_invocation(ns: argparse.Namespace) -> Invocation:
+    from agent.app import load_boundary
+    from services.config import ConfigError, Settings, agent_home, getenv, has_credentials
+    from services.trust import is_trusted
+
+    if ns.output_format == "stream-json" and ns.print_mode and not ns.verbose:
+        # Claude Code's check, its words and its exit code (1).
+        raise ConfigError("When using --print, --output-format=stream-json requires --verbose")
+    if ns.input_format == "stream-json" and ns.output_format != "stream-json":
+        raise UsageError("--input-format=stream-json requires --output-format=stream-json")
+    if ns.include_partial_messages and ns.output_format != "stream-json":
+        raise UsageError("--include-partial-messages only works with --output-format=stream-json")
+    if ns.session_id is not None:
+        try:
+            ns.session_id = str(uuid.UUID(ns.session_id))
+        except ValueError:
+            raise UsageError(f"--session-id must be a valid UUID, got {ns.session_id!r}") from None
+    if ns.fork_session and not (ns.continue_ or ns.resume):
+        raise UsageError("--fork-session works with --resume or --continue")
+    mode = _permission_mode(ns)
+    for key, value in sorted(vars(ns).items()):
+        if key.startswith("ignored_") and value not in (None, False):
+            flag = "--" + key.removeprefix("ignored_").replace("_", "-")
+            sys.stderr.write(f"warning: {flag} is not supported by this agent; ignored\n")
+    workdir = workdir_of(ns)
+    add_dirs = []
+    for d in ns.add_dirs:
+        p = (workdir / Path(d).expanduser()).resolve()
+        if not p.is_dir():
+            raise UsageError(f"--add-dir {d}: not a directory")
+        add_dirs.append(p)
+    system_prompt = ns.system_prompt
+    if ns.system_prompt_file:
+        system_prompt = _read_text_file("--system-prompt-file", ns.system_prompt_file)
+    append = ns.append_system_prompt
+    if ns.append_system_prompt_file:
+        append = _read_text_file("--append-system-prompt-file", ns.append_system_prompt_file)
+    extra_settings = _json_arg("--settings", ns.settings) if ns.settings else None
+    json_schema = _json_arg("--json-schema", ns.json_schema) if ns.json_schema else None
+    mcp_configs = [_json_arg("--mcp-config", c) for c in ns.mcp_config]
+    os.chdir(workdir)
+    text = " ".join(ns.prompt or []).strip()
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    interactive = not ns.print_mode and on_terminal and ns.input_format == "text"
+    # Trust (issue 15): decided before anything of the folder's is read; only the REPL asks.
+    trusted = is_trusted(workdir, agent_home())
+    if interactive and not trusted:
+        from agent.repl import ask_folder_trust
+
+        trusted = ask_folder_trust(workdir, agent_home())
+    boundary = AppOptions(cwd=workdir, settings=Settings(), trusted=trusted, extra_settings=extra_settings,
+                          setting_sources=_setting_sources(ns))
+    try:
+        for line in load_boundary(boundary):  # settings of every scope, .env (trusted only), child env
+            sys.stderr.write(line + "\n")
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    merged = boundary.merged
+    from services.models import resolve_model
+
+    if ns.model:
+        settings.model = resolve_model(ns.model)
+    elif merged is not None and merged.model and not getenv("ANTHROPIC_MODEL"):
+        settings.model = resolve_model(merged.model)
+    if ns.max_turns:
+        settings.max_turns = ns.max_turns
+    # Thinking (issue 17): --effort, and Claude Code's hidden --thinking / --max-thinking-tokens.
+    settings.effort, settings.thinking_mode = ns.effort, ns.thinking
+    settings.max_thinking_tokens = ns.max_thinking_tokens
+    if ns.mock:
+        settings.mock = True
+        os.environ["QUERY_MOCK"] = "1"
+    if settings.mock:
+        from services.models import MOCK_MODEL
+
+        settings.model = MOCK_MODEL  # the offline model reports itself, and costs nothing
+
+    if not interactive and not text and ns.input_format == "text":
+        text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
+        if not text:
+            raise UsageError("no prompt: pass it as an argument or on stdin (agent -p < task.txt)")
+    if not settings.mock and not has_credentials():
+        raise ConfigError(
+            "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or run with --mock to try the "
+            "offline model"
+        )
+    app = AppOptions(
+        cwd=workdir,
+        settings=settings,
+        permission_mode=mode,
+        allowed_tools=split_tool_list(ns.allowed_tools),
+        disallowed_tools=split_tool_list(ns.disallowed_tools),
+        interactive=interactive,
+        add_dirs=add_dirs,
+        system_prompt=system_prompt,
+        append_system_prompt=append,
+        tools=_tools_filter(ns.tools),
+        mcp_configs=mcp_configs,
+        strict_mcp_config=ns.strict_mcp_config,
+        extra_settings=extra_settings,
+        setting_sources=boundary.setting_sources,
+        trusted=trusted,
+        merged=merged,
+        permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
+        session_id=ns.session_id,
+        fork_session=ns.fork_session,
+        persist_session=not ns.no_session_persistence,
+        fallback_model=ns.fallback_model,
+        betas=split_tool_list(ns.betas),
+        headless=not interactive,
+    )
+    return Invocation(
+        app=app,
+        prompt=text,
+        interactive=interactive,
+        output_format=ns.output_format,
+        input_format=ns.input_format,
+        include_partial=ns.include_partial_messages,
+        replay_user_messages=ns.replay_user_messages,
+        verbose=ns.verbose,
+        debug=bool(ns.debug),
+        continue_=ns.continue_,
+        resume=ns.resume,
+        fork_session=ns.fork_session,
+        max_budget_usd=ns.max_budget_usd,
+        json_schema=json_schema,
+        permission_prompt_tool=ns.permission_prompt_tool,
+        never_ask=ns.permission_mode == "dontAsk",
+        effort=ns.effort,
+        thinking=ns.thinking,
+        max_thinking_tokens=ns.max_thinking_tokens,
+    )

@@ -1,0 +1,132 @@
+"""Folder trust: a folder's own configuration counts only after the user has trusted the folder.
+
+Records live in `$AGENT_HOME/trusted-folders.json` (0600), never in the project. Trusting a folder
+trusts the folders under it. A folder is untrusted until the REPL's question is answered yes or
+`agent trust DIR` is run; one-shot runs never ask, they follow the record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RECORDS = "trusted-folders.json"
+HOOKS_FILE = Path(".agents") / "hooks.json"
+MCP_FILE = ".mcp.json"
+# .env values that change where the key goes, which key is used, or what may be written.
+DOTENV_SENSITIVE = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ALLOW_WRITE",
+                    "MCP_CONFIG", "HOOKS", "AGENT_HOME", "WEBFETCH_ALLOW_PRIVATE")
+
+
+def records_path(home: Path) -> Path:
+    return home / RECORDS
+
+
+def _load(home: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(records_path(home).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    folders = data.get("folders") if isinstance(data, dict) else None
+    return folders if isinstance(folders, dict) else {}
+
+
+def _save(home: Path, folders: dict[str, Any]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    path = records_path(home)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"folders": folders}, fh, indent=2)
+    os.replace(tmp, path)
+
+
+def _key(folder: Path) -> str:
+    return os.path.realpath(folder)
+
+
+def is_trusted(folder: Path, home: Path) -> bool:
+    """True when the folder or one of its parents was trusted."""
+    folders = _load(home)
+    path = Path(_key(folder))
+    return any(str(p) in folders for p in (path, *path.parents))
+
+
+def trust(folder: Path, home: Path) -> str:
+    folders = _load(home)
+    key = _key(folder)
+    folders[key] = {"trusted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    _save(home, folders)
+    return key
+
+
+def revoke(folder: Path, home: Path) -> bool:
+    folders = _load(home)
+    removed = folders.pop(_key(folder), None) is not None
+    if removed:
+        _save(home, folders)
+    return removed
+
+
+def trusted_folders(home: Path) -> list[str]:
+    return sorted(_load(home))
+
+
+# -- what a folder asks for --------------------------------------------------------------------------
+
+
+@dataclass
+class FolderRequests:
+    """What a folder's own files would make the agent do, for the question and the notice."""
+
+    files: list[str] = field(default_factory=list)  # project configuration files present
+    wants: list[str] = field(default_factory=list)  # one phrase each: "hooks (.agents/hooks.json)"
+
+    @property
+    def has_config(self) -> bool:
+        return bool(self.files)
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def folder_requests(cwd: Path, ignored_settings: list[str]) -> FolderRequests:
+    """The project's configuration files and what an untrusted folder does not get from them.
+
+    `ignored_settings` is `MergedSettings.ignored` of an untrusted load (allow rules, modes, settings
+    hooks, env, settings MCP servers); this adds `.agents/hooks.json`, `.mcp.json` and `.env`.
+    """
+    from services.settings import local_files, project_files
+
+    out = FolderRequests()
+    for p in [*project_files(cwd), *local_files(cwd), cwd / HOOKS_FILE, cwd / MCP_FILE, cwd / ".env"]:
+        if p.is_file():
+            out.files.append(str(p.relative_to(cwd)))
+    out.wants.extend(ignored_settings)
+    hooks = _json(cwd / HOOKS_FILE)
+    if isinstance(hooks, dict) and hooks:
+        out.wants.append(f"hooks ({HOOKS_FILE})")
+    mcp = _json(cwd / MCP_FILE)
+    if isinstance(mcp, dict) and isinstance(mcp.get("mcpServers"), dict) and mcp["mcpServers"]:
+        out.wants.append(f"MCP servers {', '.join(sorted(mcp['mcpServers']))} ({MCP_FILE})")
+    from services.config import read_dotenv
+
+    env = read_dotenv(cwd)
+    if env:
+        sensitive = [k for k in env if k in DOTENV_SENSITIVE]
+        out.wants.append(".env" + (f" ({', '.join(sensitive)})" if sensitive else ""))
+    return out
+
+
+def untrusted_notice(cwd: Path, wants: list[str]) -> str:
+    """The one line an untrusted folder gets when it asked for something."""
+    return (f"untrusted folder: ignored {'; '.join(wants)}. "
+            f"Only its deny/ask rules apply. To trust it: agent trust {cwd}")
