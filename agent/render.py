@@ -74,7 +74,7 @@ def diff_text(lines: list[str], limit: int = MAX_DIFF_LINES) -> Text:
             style = "red"
         else:
             style = "dim"
-        out.append(line + "\n", style=style)
+        out.append(visible(line) + "\n", style=style)  # a path or content may carry ESC sequences
     if len(lines) > limit:
         out.append(f"… {len(lines) - limit} more diff lines\n", style="dim")
     return out
@@ -245,7 +245,7 @@ class Renderer:
 
     def _tool_start(self, ev: ToolStartEvent) -> None:
         self.end_text()
-        label = tool_label(ev.name, ev.input, self.tools)
+        label = visible(tool_label(ev.name, ev.input, self.tools))
         self._running[ev.id] = label
         # The diff was taken before the tool ran (orchestration puts it on the start event): by the time this
         # event is drawn the file may already be written.
@@ -278,7 +278,7 @@ class Renderer:
             line = Text("● ", style="green")
             line.append(visible(label), style="bold")
             if ev.summary:
-                line.append(f" ({ev.summary})", style="dim")
+                line.append(f" ({visible(ev.summary)})", style="dim")
             self.console.print(line)
             if diff and fp not in self.shown_diffs:
                 self.console.print(diff_text(diff))
@@ -332,7 +332,7 @@ class Renderer:
             self._tool_end(ev)
         elif isinstance(ev, NoticeEvent):
             self.end_text()
-            self.console.print(Text(f"· {ev.text}", style="dim"))
+            self.console.print(Text(f"· {visible(ev.text)}", style="dim"))
         elif isinstance(ev, Terminal):
             self.close()
             self.terminal(ev)

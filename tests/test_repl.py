@@ -317,6 +317,25 @@ async def test_permission_no_denies_and_ends_the_turn(project: Path) -> None:
     model.assert_done()
 
 
+async def test_permission_arrow_down_then_enter_picks_always(project: Path) -> None:
+    model = write_script("c.txt", "x", [reply("Done.")])
+    repl, _ = await _answer(project, model, "\x1b[B\r")
+    assert (project / "c.txt").read_text() == "x"
+    assert repl.engine.gate.session_rules == [("Write", "c.txt")]
+
+
+async def test_escapes_in_a_path_diff_and_summary_are_shown_not_obeyed(project: Path) -> None:
+    # A Write whose path and content carry ESC[2J (clear screen): the question's diff headers and body,
+    # the tool line and its summary all print the written-out form, never a raw ESC.
+    name = "x\x1b[2J" + "a" * 100 + ".txt"
+    model = write_script(name, "line\x1b]0;pwned\x07\n", [reply("Done.")])
+    repl, out = await _answer(project, model, "\r")
+    assert "\x1b" not in out and "\x07" not in out
+    flat = "".join(out.split())  # the console folds long words
+    assert "b/x\\x1b[2J" + "a" * 100 + ".txt" in flat
+    assert "+line\\x1b]0;pwned\\x07" in flat
+
+
 # -- sessions --------------------------------------------------------------------------------------
 async def test_clear_starts_a_new_session(project: Path) -> None:
     model = ScriptedModel([reply("first"), reply("second")])
