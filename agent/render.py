@@ -1,9 +1,11 @@
 """Rich rendering of the loop's events for the REPL.
 
-On a terminal, assistant text streams into a small `rich.live.Live` region rendered as Markdown; every
-finished paragraph (outside a code fence) is printed for good and leaves the live region, so a long
-reply never scrolls out of a live region (no flicker, no duplicated text). When stdout is not a
-terminal the deltas are written as plain text and nothing is printed twice. `NO_COLOR` is honoured
+On a terminal, assistant text streams into a live area (`agent/live_area.py`: the REPL application's region
+above the input, or a rich `Live` elsewhere) rendered as Markdown; every finished block (outside a code fence)
+is printed for good and leaves the live area, so a long reply never scrolls out of it (no flicker, no
+duplicated text), and what is printed is what rendering the whole reply at once would print. The open block
+shows at most its last LIVE_LINES lines. When stdout is not a terminal the deltas are written as plain text
+and nothing is printed twice. `NO_COLOR` is honoured
 by rich itself. Tool calls show a spinner while they run and one outcome line when they end; Edit
 and Write show a coloured unified diff. TRACE lines go to stderr elsewhere and never pass through here.
 """
@@ -15,12 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
-from rich.live import Live
+from rich.console import Console, RenderableType
 from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
+from agent.live_area import RichLiveArea
 from agent.permission_menu import visible
 from services.events import (
     AssistantEvent,
@@ -37,6 +39,7 @@ from tools.diff_preview import diff_lines
 MAX_DIFF_LINES = 80
 THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
 REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
+LIVE_LINES = 20  # lines of the open block shown while it streams (all of it is printed when it closes)
 
 
 def make_console(file: Any = None, **kwargs: Any) -> Console:
@@ -108,6 +111,7 @@ class Renderer:
         tools: dict[str, Any] | None = None,
         cwd: Path | None = None,
         live: bool | None = None,
+        live_area: Any = None,
     ):
         self.console = console
         self.tools = tools or {}
@@ -115,13 +119,15 @@ class Renderer:
         self.cwd = cwd
         # Live regions only on a real terminal (not a pipe, not a dumb one).
         self.live_enabled = console.is_terminal and not console.is_dumb_terminal if live is None else live
+        if live_area is not None:
+            self.live_enabled = True
+        self.area = live_area if live_area is not None else (RichLiveArea(console) if self.live_enabled else None)
+        self._live_text: RenderableType | None = None
         self._buffer = ""  # streamed text not yet printed for good
         self._printed_plain = False
         self._blocks = 0  # finished Markdown blocks printed for the current reply
-        self._text_live: Live | None = None
         self._last_refresh = 0.0
         self._running: dict[str, str] = {}  # tool id -> label
-        self._tool_live: Live | None = None
         self._pending_diffs: dict[str, list[str]] = {}
         self.shown_diffs: set[str] = set()  # fingerprints whose diff was shown in a permission question
         # True while the front end asks the user something: no live region may redraw meanwhile.
@@ -134,9 +140,29 @@ class Renderer:
     def _markdown(self, text: str) -> Markdown:
         return Markdown(text, code_theme="monokai")
 
+    def _show_live(self) -> None:
+        """Put the open block and the running tools' spinners in the live area (hidden while asking)."""
+        if self.area is None or not self.live_enabled:
+            return
+        if self.asking:
+            self.area.show([])
+            return
+        parts: list[RenderableType] = [] if self._live_text is None else [self._live_text]
+        parts += [Spinner("dots", text=Text(label, style="bold")) for label in self._running.values()]
+        self.area.show(parts)
+
+    def _open_block(self) -> RenderableType:
+        lines = self._buffer.split("\n")
+        if len(lines) <= LIVE_LINES:
+            return self._markdown(self._buffer)
+        # A long open block (a big code fence) shows its tail as plain text: cheap to redraw at every delta,
+        # and cutting Markdown in the middle of a fence would render wrong. It is printed whole when it closes.
+        tail = Text(f"… {len(lines) - LIVE_LINES} lines above\n", style="dim")
+        tail.append(visible("\n".join(lines[-LIVE_LINES:])))
+        return tail
+
     def _text_delta(self, delta: str) -> None:
         self._end_thinking()
-        self._stop_tools_live()
         if not self.live_enabled or self.asking:
             self.console.file.write(delta)
             self.console.file.flush()
@@ -146,25 +172,29 @@ class Renderer:
         cut = _stable_split(self._buffer)
         if cut:
             done, self._buffer = self._buffer[:cut], self._buffer[cut:]
-            if self._text_live is not None:
-                self._text_live.update(Text(""), refresh=True)
             if done.strip():
+                self._live_text = None
+                self._show_live()
                 self._print_block(done)
-        if self._text_live is None:
-            self._text_live = Live(
-                console=self.console, auto_refresh=False, transient=True, vertical_overflow="crop"
-            )
-            self._text_live.start()
         now = time.monotonic()
         if now - self._last_refresh >= REFRESH_INTERVAL or cut:
             self._last_refresh = now
-            self._text_live.update(self._markdown(self._buffer), refresh=True)
+            self._live_text = self._open_block() if self._buffer.strip() else None
+            self._show_live()
 
     def _print_block(self, text: str) -> None:
+        # Rendered alone, a block may start with a blank line (rich does so for lists): drop it, and put exactly
+        # one blank line between blocks, as rendering the whole reply at once does.
+        with self.console.capture() as cap:
+            self.console.print(self._markdown(text))
+        rendered = cap.get().lstrip("\n")
+        if not rendered.strip():
+            return
         if self._blocks:
-            self.console.print()  # the blank line between paragraphs that Markdown would have shown
+            rendered = "\n" + rendered
         self._blocks += 1
-        self.console.print(self._markdown(text))
+        self.console.file.write(rendered)
+        self.console.file.flush()
 
     def _thinking_delta(self, delta: str) -> None:
         # Thinking is shown dimmed and apart from the answer, collapsed after THINKING_LINES lines
@@ -197,10 +227,9 @@ class Renderer:
     def end_text(self) -> None:
         """The streamed reply is complete: print what is left for good, once."""
         self._end_thinking()
-        if self._text_live is not None:
-            self._text_live.update(Text(""), refresh=True)
-            self._text_live.stop()
-            self._text_live = None
+        if self._live_text is not None:
+            self._live_text = None
+            self._show_live()
         if self._buffer.strip():
             self._print_block(self._buffer)
         self._buffer = ""
@@ -212,36 +241,21 @@ class Renderer:
             self._printed_plain = False
 
     # -- tools -------------------------------------------------------------------------------
-    def _tools_renderable(self) -> Group:
-        return Group(*(Spinner("dots", text=Text(label, style="bold")) for label in self._running.values()))
-
     def _refresh_tools_live(self) -> None:
-        if not self.live_enabled or self.asking:
-            return
-        if not self._running:
-            self._stop_tools_live()
-            return
-        if self._tool_live is None:
-            self._tool_live = Live(
-                self._tools_renderable(), console=self.console, refresh_per_second=10, transient=True
-            )
-            self._tool_live.start()
-        else:
-            self._tool_live.update(self._tools_renderable(), refresh=True)
+        self._show_live()
 
     def _stop_tools_live(self) -> None:
-        if self._tool_live is not None:
-            self._tool_live.stop()
-            self._tool_live = None
+        if self.area is not None:
+            self.area.stop()
 
     def pause(self) -> None:
-        """Stop every live region (before a permission question or any other input)."""
+        """Empty the live area (before a permission question or any other input)."""
         self.end_text()
         self._stop_tools_live()
 
     def resume_live(self) -> None:
         self.asking = False
-        self._refresh_tools_live()
+        self._show_live()
 
     def _tool_start(self, ev: ToolStartEvent) -> None:
         self.end_text()
@@ -302,10 +316,8 @@ class Renderer:
 
     def discard_text(self) -> None:
         """A retried model call: the partial reply still in the live region is dropped, not printed."""
-        if self._text_live is not None:
-            self._text_live.update(Text(""), refresh=True)
-            self._text_live.stop()
-            self._text_live = None
+        self._live_text = None
+        self._show_live()
         self._buffer = ""
         if self._blocks or self._printed_plain:
             # Paragraphs already printed for good cannot be taken back: say they are void.

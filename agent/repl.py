@@ -1,23 +1,26 @@
-"""The interactive REPL: prompt-toolkit input, rich rendering, slash commands, interrupts, permission questions.
+"""The interactive REPL: one prompt-toolkit application for the session, rich rendering above it, slash
+commands, interrupts, permission questions.
 
-Input: a `PromptSession` with per-project history in the agent home, Enter submits, Alt-Enter / Esc-Enter
-inserts a newline, a bracketed paste stays one message, Tab completes `/commands` and `@paths`, and a
-bottom toolbar shows model, permission mode, `ctx ~N%` and cost.
+Input: a `PromptSession` with per-project history in the agent home that stays on screen while turns run.
+Enter submits (queued while a turn runs, sent when it ends), Alt-Enter / Ctrl-J / `\\`+Enter insert a
+newline, a bracketed paste stays one message, Tab completes `/commands` and `@paths`, and a bottom toolbar
+shows the queue, model, permission mode, `ctx ~N%` and cost. Turn handling is the state machine of
+`agent/repl_state.py` (idle, running, asking, interrupted); the keys are in `agent/repl_keys.py`.
 
-A turn runs as an asyncio task while prompt-toolkit is not reading. During it, SIGINT (Ctrl-C) aborts
-the turn through `engine.abort()` (a second press while it still runs cancels the task), and on a real
-terminal a lone Esc does the same. At the prompt, Ctrl-C clears a non-empty line; on an empty one the
-first press says `Press Ctrl-C again to exit` and a second within 1 s exits 130. Ctrl-D exits 0.
+During a turn Ctrl-C or Esc aborts it through `engine.abort()` (a second Ctrl-C cancels the task). At an idle
+prompt Ctrl-C clears a non-empty line; on an empty one the first press says `Press Ctrl-C again to exit` and
+a second within 1 s exits 130. Ctrl-D exits 0 (typed during a turn: when it ends).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import contextlib
 import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +29,41 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.patch_stdout import StdoutProxy
 from rich.console import Console
 from rich.text import Text
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.errors import os_error_line, set_transcript
+from agent.live_area import AppLiveArea
 from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
 from agent.permission_menu import menu_lines, rejection, visible
 from agent.render import Renderer, make_console
+from agent.repl_keys import repl_key_bindings
+from agent.repl_state import (
+    BUSY,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    Abort,
+    AskEnded,
+    AskStarted,
+    Cancel,
+    ClearInput,
+    CtrlC,
+    CtrlD,
+    EditQueue,
+    Escape,
+    Exit,
+    Phase,
+    ReplState,
+    Say,
+    StartTurn,
+    Submit,
+    Terminate,
+    TurnEnded,
+    step,
+)
 from agent.skill_commands import register_skill_commands
 from services.config import project_dir
 from services.events import ToolEndEvent
@@ -45,8 +73,6 @@ from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
 from tools.permissions import Answer, PermissionRequest, PermissionResult
 from tools.todo import format_todos
 
-EXIT_OK, EXIT_INTERRUPTED = 0, 130
-DOUBLE_PRESS_WINDOW = 1.0  # seconds: a second Ctrl-C at an empty prompt within this exits
 PROMPT = "> "
 MAX_PATH_COMPLETIONS = 200
 
@@ -106,87 +132,32 @@ class ReplCompleter(Completer):
                 return
 
 
-def _key_bindings(cycle_mode: Callable[[], None] | None = None) -> KeyBindings:
-    kb = KeyBindings()
+@dataclass
+class _Question:
+    """An open question in the input area: the permission menu, or a line of text."""
 
-    @kb.add("escape", "enter")
-    @kb.add("c-j")
-    def _newline(event: Any) -> None:
-        event.current_buffer.insert_text("\n")
+    kind: str  # "menu" | "text"
+    text: str = ""
+    request: Any = None
+    selected: int = 0
+    kept: Any = None  # the input box's text, put back when the question closes
+    future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
-    @kb.add("enter")
-    def _enter(event: Any) -> None:
-        buf = event.current_buffer
-        if buf.document.text_before_cursor.endswith("\\") and not buf.document.text_after_cursor:
-            buf.delete_before_cursor(1)  # `\` then Enter: a newline, as in Claude Code
-            buf.insert_text("\n")
-        else:
-            buf.validate_and_handle()
-
-    @kb.add("escape", "escape")
-    def _rewind(event: Any) -> None:  # Esc Esc at the prompt: /rewind, as in Claude Code
-        event.app.exit(result="/rewind")
-
-    @kb.add("s-tab")
-    def _cycle(event: Any) -> None:
-        if cycle_mode is not None:
-            cycle_mode()
-            event.app.invalidate()
-
-    @kb.add("c-c")
-    def _ctrl_c(event: Any) -> None:
-        buf = event.current_buffer
-        if buf.text:
-            buf.reset()
-        else:
-            event.app.exit(exception=KeyboardInterrupt, style="class:aborting")
-
-    return kb
-
-
-def _menu_bindings(state: dict[str, int]) -> KeyBindings:
-    """The permission menu's keys: arrows/j/k move, Enter takes the highlighted row, digits and y/a/n pick,
-    Esc/Ctrl-C/Ctrl-D refuse."""
-    kb = KeyBindings()
-    picks = {"1": "once", "2": "always", "3": "note", "y": "once", "Y": "once", "a": "always", "A": "always",
-             "n": "deny", "N": "deny"}
-    for key, value in picks.items():
-
-        def _make(v: str) -> Callable[[Any], None]:
-            def handler(event: Any) -> None:
-                event.app.exit(result=v)
-
-            return handler
-
-        kb.add(key)(_make(value))
-
-    @kb.add("up")
-    @kb.add("k")
-    def _up(event: Any) -> None:
-        state["selected"] = (state["selected"] - 1) % 3
-        event.app.invalidate()
-
-    @kb.add("down")
-    @kb.add("j")
-    @kb.add("tab")
-    def _down(event: Any) -> None:
-        state["selected"] = (state["selected"] + 1) % 3
-        event.app.invalidate()
-
-    @kb.add("enter")
-    def _enter(event: Any) -> None:
-        event.app.exit(result=("once", "always", "note")[state["selected"]])
-
-    @kb.add("escape", eager=True)
-    @kb.add("c-c")
-    @kb.add("c-d")
-    def _deny(event: Any) -> None:
-        event.app.exit(result="deny")
-
-    return kb
+    def answer(self, value: str | None) -> None:
+        if not self.future.done():
+            self.future.set_result(value)
 
 
 class Repl:
+    """The REPL: one prompt-toolkit application for the whole session, driven by `agent/repl_state.py`.
+
+    The input box stays live while a turn runs. Everything that happens (a submitted line, Ctrl-C, Esc,
+    Ctrl-D, SIGTERM, a question, the end of a turn, a resize) goes through `dispatch`, which asks the pure
+    state machine what to do and does it. Output is printed above the input (prompt-toolkit's stdout proxy on
+    a terminal); what is still changing (the open Markdown block, the tools' spinners) is drawn inside the
+    application by the live area.
+    """
+
     def __init__(
         self,
         opts: AppOptions,
@@ -198,7 +169,7 @@ class Repl:
         history: History | None = None,
         clock: Callable[[], float] = time.monotonic,
         router: CommandRouter | None = None,
-        raw_stdin: bool | None = None,
+        raw_stdin: bool | None = None,  # kept for callers; the application reads the terminal itself
     ):
         self.opts = opts
         self.cwd = opts.cwd
@@ -208,9 +179,12 @@ class Repl:
         self.engine = build_engine(opts, deps=deps, ask=self.ask)
         register_skill_commands(self.router, getattr(self.engine, "skills", []) or [])
         self.mcp: Any = None
-        self.renderer = Renderer(self.console, {t.name: t for t in self.engine.tools}, self.cwd)
-        self._pt_input = input
-        self._pt_output = output
+        self.state = ReplState()
+        self.live = AppLiveArea(self.console, invalidate=self._invalidate)
+        # On a terminal the live area is drawn by the application; printed to a buffer (tests), it is off.
+        use_area = self.console.is_terminal and not self.console.is_dumb_terminal
+        self.renderer = Renderer(self.console, {t.name: t for t in self.engine.tools}, self.cwd,
+                                 live_area=self.live if use_area else None)
         if history is None:
             path = history_path(self.cwd)
             try:
@@ -224,26 +198,17 @@ class Repl:
             history=history,
             completer=ReplCompleter(self.router, self.cwd),
             complete_while_typing=False,
-            key_bindings=_key_bindings(self.cycle_mode),
+            key_bindings=repl_key_bindings(self),
             bottom_toolbar=self.toolbar,
             prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
             enable_history_search=False,
         )
-        self._question_session: PromptSession = PromptSession(input=input, output=output)
-        self._last_idle_interrupt: float | None = None
+        self.session.app.ttimeoutlen = 0.1  # a lone Esc acts after 0.1 s (Alt-Enter arrives as one write)
         self._turn_task: asyncio.Task | None = None
-        self._aborting = False
-        self._terminating = False
+        self._question: _Question | None = None
         self._ask_lock = asyncio.Lock()
-        # Esc-to-interrupt needs the real terminal (cbreak mode + a reader on stdin).
-        if raw_stdin is None:
-            raw_stdin = input is None and sys.stdin.isatty() and os.name == "posix"
-        self._raw_stdin = raw_stdin
-        self._saved_tty: Any = None
-        self._sigint_installed = False
-        self._typeahead = ""  # text typed while a turn ran (cbreak mode), offered at the next prompt
-        self.queued: list[str] = []  # lines submitted (Enter) while a turn ran: sent when it ends, in order
-        self._exit_after_turn = False  # Ctrl-D typed while a turn ran
+        self._permission_lock = asyncio.Lock()
+        self._exit_code: int | None = None
         self._pending_inject: list[Any] = []  # `!command` runs, given to the model with the next prompt
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
@@ -253,13 +218,85 @@ class Repl:
         self.router.register("rewind", self.cmd_rewind, "restore the conversation and/or code to an earlier prompt")
         self.next_default = ""  # text put back in the input box (a rewound prompt)
 
-    # -- the prompt --------------------------------------------------------------------------
-    def toolbar(self) -> str:
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def queued(self) -> list[str]:
+        return list(self.state.queued)
+
+    def is_busy(self) -> bool:
+        return self.state.phase in BUSY
+
+    def dispatch(self, event: Any) -> None:
+        """Feed one event to the state machine and carry out what it says."""
+        before = self.state.phase
+        transition = step(self.state, event)
+        self.state = transition.state
+        if self.state.phase is not before:
+            trace("repl.phase", event=type(event).__name__, phase=self.state.phase.value)
+        for effect in transition.effects:
+            self._apply(effect)
+
+    def _apply(self, effect: Any) -> None:
+        if isinstance(effect, StartTurn):
+            self._start_turn(effect.text)
+        elif isinstance(effect, Abort):
+            task = self._turn_task
+            if task is not None and not task.done() and not self.engine.abort():
+                task.cancel()  # nothing to abort gracefully (a slash command, a question): cancel it
+            if self._question is not None:
+                self.answer(None)
+        elif isinstance(effect, Cancel):
+            if self._turn_task is not None and not self._turn_task.done():
+                self._turn_task.cancel()
+        elif isinstance(effect, Exit):
+            self._exit(effect.code)
+        elif isinstance(effect, Say):
+            self.say(effect.text, "dim")
+        elif isinstance(effect, ClearInput):
+            self.session.default_buffer.reset()
+        elif isinstance(effect, EditQueue):
+            buf = self.session.default_buffer
+            buf.text = effect.text + ("\n" + buf.text if buf.text else "")
+            buf.cursor_position = len(buf.text)
+        self._invalidate()
+
+    def _exit(self, code: int) -> None:
+        trace("repl.exit", code=code)
+        self._exit_code = code
+        app = self.session.app
+        if app.is_running and not app.future.done():
+            app.exit(result=code)
+
+    def _invalidate(self) -> None:
+        app = self.session.app
+        if app.is_running:
+            app.invalidate()
+
+    # -- what is on screen -----------------------------------------------------------------------
+    def message(self) -> Any:
+        """Above the input line: the open question, or the live area; then the prompt sign."""
+        q = self._question
+        if q is not None:
+            if q.kind == "menu":
+                return FormattedText(menu_lines(q.request, q.selected))
+            return FormattedText([("bold", q.text)])
+        return FormattedText([*self.live.fragments(), ("bold", PROMPT)])
+
+    def toolbar(self) -> Any:
         e = self.engine
         cost = e.usage.cost(e.config.model)
-        queued = f" · {len(self.queued)} queued" if self.queued else ""
-        return (f" {e.config.model} · {e.gate.mode} (shift+tab) · ctx ~{context_percent(e)}% · ${cost:.2f}"
-                f"{queued} · /help")
+        lines: list[tuple[str, str]] = []
+        for line in self.state.queued:  # lines typed during the turn, shown under the input until sent
+            first = visible(line.splitlines()[0] if line else "")
+            lines.append(("", f" queued: {first[:100]}\n"))
+        phase = self.state.phase
+        hint = {Phase.RUNNING: "esc to interrupt" + (" · esc edits the queue" if self.state.queued else ""),
+                Phase.INTERRUPTED: "interrupting…", Phase.ASKING: "answer the question"}.get(phase, "/help")
+        if self.state.exit_after_turn is not None:
+            hint += " · exiting after this turn"
+        lines.append(("", f" {e.config.model} · {e.gate.mode} (shift+tab) · ctx ~{context_percent(e)}% · "
+                          f"${cost:.2f} · {hint}"))
+        return FormattedText(lines)
 
     def cycle_mode(self) -> None:
         """Shift+Tab: default -> acceptEdits -> plan -> default (bypassPermissions only if it was chosen)."""
@@ -272,20 +309,104 @@ class Repl:
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
 
-    async def _question(self, message: str, key_bindings: KeyBindings | None = None) -> str:
-        # A PromptSession keeps the key bindings of its last prompt: always pass this question's own.
-        return await self._question_session.prompt_async(
-            message, key_bindings=key_bindings or KeyBindings(), set_exception_handler=False
-        )
+    # -- keys (called by agent/repl_keys.py) -------------------------------------------------------
+    def submit_buffer(self, buf: Any) -> None:
+        text = buf.text
+        if text.strip():
+            buf.append_to_history()
+        buf.reset()
+        self.submit_text(text)
+
+    def submit_text(self, text: str) -> None:
+        self.dispatch(Submit(text))
+
+    def on_ctrl_c(self) -> None:
+        self.dispatch(CtrlC(self.clock(), input_empty=not self.session.default_buffer.text))
+
+    def on_ctrl_d(self) -> None:
+        self.dispatch(CtrlD(input_empty=not self.session.default_buffer.text))
+
+    def on_escape(self) -> None:
+        self.dispatch(Escape())
+
+    def _on_sigint(self) -> None:
+        """SIGINT from outside (kill -INT): like Ctrl-C; while a question is open, it refuses it."""
+        if self._question is not None:
+            self.answer("deny" if self._question.kind == "menu" else None)
+            return
+        self.on_ctrl_c()
+
+    def _terminate(self) -> None:
+        """SIGTERM / SIGHUP (issue 15): end like Ctrl-C ends a turn, then leave the REPL."""
+        self.dispatch(Terminate())
+
+    def asking_kind(self) -> str | None:
+        return self._question.kind if self._question is not None else None
+
+    def move_selection(self, delta: int) -> None:
+        if self._question is not None:
+            self._question.selected = (self._question.selected + delta) % 3
+            self._invalidate()
+
+    def selected_choice(self) -> str:
+        return ("once", "always", "note")[self._question.selected if self._question else 0]
+
+    def answer(self, value: str | None) -> None:
+        """Close the open question now, synchronously: keys that follow in the same read (type-ahead after
+        the answer) must already reach the input box, not the question."""
+        q = self._question
+        if q is None:
+            return
+        self._question = None
+        q.answer(value)
+        self.session.default_buffer.reset(document=q.kept)
+        self.dispatch(AskEnded())
+        self.renderer.resume_live()
+
+    def show_transcript(self) -> None:
+        """Ctrl-O: the whole conversation, expanded (thinking, full tool output)."""
+        try:
+            from agent.transcript_view import show_transcript
+        except ImportError:
+            self.say("The expanded transcript view is not available.", "dim")
+            return
+        show_transcript(self.ctx, "")
+
+    def paste_image(self, buf: Any) -> None:
+        self.say("Pasting images is not available.", "dim")
+
+    # -- questions -------------------------------------------------------------------------------
+    async def _ask(self, question: _Question) -> str | None:
+        """Open a question in the input area; the input box's text is kept aside and put back after."""
+        async with self._ask_lock:
+            if not self.session.app.is_running:  # no prompt on screen: nobody to answer
+                return None
+            buf = self.session.default_buffer
+            question.kept = buf.document
+            buf.reset()
+            self._question = question
+            self.renderer.pause()
+            self.renderer.asking = True
+            self.dispatch(AskStarted())
+            try:
+                return await question.future
+            finally:
+                if self._question is question:  # cancelled (an interrupt) rather than answered
+                    self.answer(None)
+
+    async def ask_text(self, question: str) -> str | None:
+        """One line from the user while a turn may be running (a note, a number, MCP forms)."""
+        return await self._ask(_Question("text", text=question))
+
+    async def ask_yes_no(self, question: str) -> bool:
+        answer = await self.ask_text(f"{question} [y/n]: ")
+        return (answer or "").strip().lower() in ("y", "yes")
 
     async def pick(self, title: str, options: list[tuple[str, str]]) -> str | None:
         self.say(title, "bold")
         for i, (value, label) in enumerate(options, 1):
             self.say(f"{i:>2}. {value}  {label}")
-        try:
-            answer = (await self._question("Number (Enter to cancel): ")).strip()
-        except (KeyboardInterrupt, EOFError):
-            return None
+        answer = ((await self.ask_text("Number (Enter to cancel): ")) or "").strip()
         if not answer:
             return None
         if answer.isdigit() and 1 <= int(answer) <= len(options):
@@ -296,159 +417,62 @@ class Repl:
         self.say(f"No session {answer!r}.", "yellow")
         return None
 
-    # -- permission questions ------------------------------------------------------------------
     async def ask(self, request: PermissionRequest) -> Answer | PermissionResult:
-        async with self._ask_lock:
+        """The permission question: Claude Code's numbered menu (Enter = Yes)."""
+        async with self._permission_lock:  # parallel tool calls ask one at a time
             self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
-            self._stop_esc_reader()
-            state = {"selected": 0}
-            try:
-                answer = await self._question_session.prompt_async(
-                    lambda: FormattedText(menu_lines(request, state["selected"])),
-                    key_bindings=_menu_bindings(state), set_exception_handler=False)
-                note = ""
-                if answer == "note":
-                    note = await self._question("Tell the agent what to do differently (Enter to skip): ")
-            except (KeyboardInterrupt, EOFError):
-                answer, note = "deny", ""
-            finally:
-                # prompt-toolkit took SIGINT over while it was reading; take it back for the turn.
-                if self._turn_task is not None and not self._turn_task.done():
-                    self._install_sigint()
-                    self._start_esc_reader()
-            result: Answer | PermissionResult
-            if answer == "once":
-                self.say("Allowed once.", "dim")
-                result = "once"
-            elif answer == "always":
-                rule = getattr(request, "always_rule", None) or f"{request.tool.name} (this session)"
-                self.say(f"Allowed from now on: {visible(rule)}", "dim")
-                result = "always"
-            elif answer == "note" and note.strip():
-                self.say("Denied; the agent was told what to do instead.", "yellow")
-                result = PermissionResult("deny", message=rejection(note))
-            else:
-                self.say("Denied.", "yellow")
-                result = "deny"
-            self.renderer.resume_live()
-            return result
+            answer = await self._ask(_Question("menu", request=request)) or "deny"
+            note = ""
+            if answer == "note":
+                note = await self.ask_text("Tell the agent what to do differently (Enter to skip): ") or ""
+        result: Answer | PermissionResult
+        if answer == "once":
+            self.say("Allowed once.", "dim")
+            result = "once"
+        elif answer == "always":
+            rule = getattr(request, "always_rule", None) or f"{request.tool.name} (this session)"
+            self.say(f"Allowed from now on: {visible(rule)}", "dim")
+            result = "always"
+        elif answer == "note" and note.strip():
+            self.say("Denied; the agent was told what to do instead.", "yellow")
+            result = PermissionResult("deny", message=rejection(note))
+        else:
+            self.say("Denied.", "yellow")
+            result = "deny"
+        return result
 
-    # -- interrupts ----------------------------------------------------------------------------
-    def interrupt(self) -> None:
-        """Ctrl-C while a turn runs: abort it; a second press while it still runs cancels it."""
-        task = self._turn_task
-        if task is None or task.done():
-            return
-        if not self._aborting:
-            self._aborting = True
-            if self.engine.abort():
-                return
-        task.cancel()
+    # -- turns -----------------------------------------------------------------------------------
+    def _start_turn(self, text: str) -> None:
+        self.console.print(Text(f"{PROMPT}{visible(text)}", style="bold"))
+        self._turn_task = asyncio.ensure_future(self._run_line(text))
 
-    def _terminate(self) -> None:
-        """SIGTERM / SIGHUP (issue 15): end like Ctrl-C ends a turn, then leave the REPL."""
-        self._terminating = True
-        task = self._turn_task
-        if task is not None and not task.done():
-            self._aborting = True
-            if not self.engine.abort():
-                task.cancel()
-        for session in (self.session, self._question_session):
-            app = session.app
-            if app.is_running:
-                app.exit(exception=EOFError())
-
-    def _esc(self) -> None:
-        task = self._turn_task
-        if task is not None and not task.done() and not self._aborting:
-            self._aborting = True
-            if not self.engine.abort():
-                task.cancel()
-
-    def _install_sigint(self) -> None:
+    async def _run_line(self, text: str) -> None:
+        code: int | None = None
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self.interrupt)
-            self._sigint_installed = True
-        except (NotImplementedError, RuntimeError, ValueError):
-            self._sigint_installed = False
+            code = await self.handle_line(text)
+        except asyncio.CancelledError:
+            self.renderer.close()
+            self.say("Interrupted", "yellow")
+        except OSError as exc:  # disk full, read-only...: one line naming the path (issue 21)
+            self.renderer.close()
+            self.say(os_error_line(exc), "bold red")
+        except Exception as exc:  # noqa: BLE001 - a command's bug must not end the session
+            self.renderer.close()
+            self.say(f"Error: {type(exc).__name__}: {exc}", "bold red")
+        finally:
+            self._turn_task = None
+        if self.next_default and not self.session.default_buffer.text:
+            self.session.default_buffer.text = self.next_default
+            self.session.default_buffer.cursor_position = len(self.next_default)
+        self.next_default = ""
+        self.dispatch(TurnEnded(code))
 
-    def _remove_sigint(self) -> None:
-        if self._sigint_installed:
-            try:
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-            self._sigint_installed = False
-
-    def _start_esc_reader(self) -> None:
-        if not self._raw_stdin or self._saved_tty is not None:
-            return
-        try:
-            import termios
-            import tty
-
-            fd = sys.stdin.fileno()
-            self._saved_tty = termios.tcgetattr(fd)
-            tty.setcbreak(fd, termios.TCSANOW)  # keys arrive at once; Ctrl-C still raises SIGINT
-            asyncio.get_running_loop().add_reader(fd, self._on_stdin, fd)
-        except Exception:
-            self._saved_tty = None
-
-    def _on_stdin(self, fd: int) -> None:
-        try:
-            data = os.read(fd, 1024)
-        except OSError:
-            return
-        self._take_keys(data.decode("utf-8", "ignore"))
-
-    def _take_keys(self, text: str) -> None:
-        """Keys typed while a turn runs: a lone Esc interrupts; other text is kept for the next prompt."""
-        i = 0
-        while i < len(text):
-            ch = text[i]
-            if ch == "\x1b":
-                if i + 1 < len(text) and text[i + 1] in "[O":  # an arrow / function key: skip it
-                    i += 2
-                    while i < len(text) and not ("@" <= text[i] <= "~"):
-                        i += 1
-                    i += 1
-                    continue
-                self._esc()
-            elif ch in "\x7f\x08":
-                self._typeahead = self._typeahead[:-1]
-            elif ch in "\r\n":
-                # Enter while a turn runs queues the line; it is sent when the turn ends (Claude Code's way).
-                line, self._typeahead = self._typeahead.strip(), ""
-                if line:
-                    self.queued.append(line)
-                    self.say(f"queued: {visible(line)}", "dim")
-            elif ch == "\x04":
-                self._exit_after_turn = True
-                self.say("Ctrl-D: exiting when this turn ends", "dim")
-            elif ch.isprintable() or ch == "\t":
-                self._typeahead += ch
-            i += 1
-
-    def _stop_esc_reader(self) -> None:
-        if self._saved_tty is None:
-            return
-        try:
-            import termios
-
-            fd = sys.stdin.fileno()
-            asyncio.get_running_loop().remove_reader(fd)
-            termios.tcsetattr(fd, termios.TCSANOW, self._saved_tty)
-        except Exception:
-            pass
-        self._saved_tty = None
-
-    # -- turns ---------------------------------------------------------------------------------
     async def run_turn(self, text: str, inject: list | None = None) -> None:
         inject = [*self._carry_over(), *(inject or [])]
         self.checkpoints.directory = self.engine.session_dir / "checkpoints"  # /clear starts a new session
         self.checkpoints.record = self.engine.record
         self.checkpoints.begin_turn(-1)  # set once the prompt is in the history (first event below)
-        async def consume() -> None:
+        try:
             async for ev in self.engine.run_turn(text, inject_before=inject or None):
                 if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
                     self.checkpoints.begin_turn(_last_prompt_index(self.engine.messages))
@@ -456,27 +480,8 @@ class Repl:
                 if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
                     # The plan changed: show it compactly.
                     self.say(format_todos(self.engine.state.extras.get("todos") or []), "dim")
-
-        self._aborting = False
-        task = asyncio.ensure_future(consume())
-        self._turn_task = task
-        self._install_sigint()
-        self._start_esc_reader()
-        try:
-            await asyncio.wait({task})
         finally:
-            self._stop_esc_reader()
-            self._remove_sigint()
-            self._turn_task = None
             self.renderer.close()
-        if task.cancelled():
-            self.say("Interrupted", "yellow")
-        elif task.exception() is not None:
-            exc = task.exception()
-            if isinstance(exc, OSError):  # disk full, read-only...: one line naming the path (issue 21)
-                self.say(os_error_line(exc), "bold red")
-            else:
-                self.say(f"Error: {type(exc).__name__}: {exc}", "bold red")
 
     # -- the loop ------------------------------------------------------------------------------
     def banner(self) -> None:
@@ -586,26 +591,6 @@ class Repl:
         await self.run_turn(text, inject or None)
         return None
 
-    async def ask_text(self, question: str) -> str | None:
-        """One line from the user while a turn may be running (MCP forms, prompt arguments)."""
-        async with self._ask_lock:
-            self.renderer.pause()
-            self._stop_esc_reader()
-            try:
-                # Empty bindings: prompt-toolkit keeps the last call's (the keys of a permission question).
-                return await self._question(question, key_bindings=KeyBindings())
-            except (KeyboardInterrupt, EOFError):
-                return None
-            finally:
-                if self._turn_task is not None and not self._turn_task.done():
-                    self._install_sigint()
-                    self._start_esc_reader()
-                self.renderer.resume_live()
-
-    async def ask_yes_no(self, question: str) -> bool:
-        answer = await self.ask_text(f"{question} [y/n]: ")
-        return (answer or "").strip().lower() in ("y", "yes")
-
     def _carry_over(self) -> list[Any]:
         """What the model is told before the next prompt: `!command` runs and finished background tasks."""
         from services.messages import user_message
@@ -696,64 +681,84 @@ class Repl:
         trace("repl.loop_exception", message=context.get("message", ""), error=type(exc).__name__ if exc else "")
 
     async def run(self, continue_: bool = False, resume: str | None = None, initial_prompt: str | None = None) -> int:
-        asyncio.get_running_loop().set_exception_handler(self._loop_exception)
-        self._terminating = False
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self._loop_exception)
+        handled: list[int] = []
+        for sig, handler in ((signal.SIGTERM, self._terminate), (signal.SIGHUP, self._terminate),
+                             (signal.SIGINT, self._on_sigint)):
             try:
-                asyncio.get_running_loop().add_signal_handler(sig, self._terminate)
+                loop.add_signal_handler(sig, handler)
+                handled.append(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
-        from agent.commands import cmd_resume
         from services.session import PICK_SESSION
 
         pick = resume == PICK_SESSION
         code = self.start(continue_, None if pick else resume)
-        if code is None and pick:
-            await cmd_resume(self.ctx, "")
         if code is not None:
             self.engine.close()
             return code
+        ticker: asyncio.Task | None = None
         try:
-            await self.start_mcp()
-            if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
-                code = await self.handle_line(initial_prompt)
-                if code is not None:
-                    return code
-            while True:
-                if self.queued:  # lines typed during the last turn, in order
-                    line = self.queued.pop(0)
-                    self.say(f"{PROMPT}{visible(line)}", "bold")
-                    code = await self.handle_line(line)
-                    if code is not None:
-                        return code
-                    continue
-                if self._exit_after_turn:
-                    return EXIT_OK
-                try:
-                    typed, self._typeahead = (self.next_default or self._typeahead.strip("\n")), ""
-                    self.next_default = ""
-                    line = await self.session.prompt_async(PROMPT, default=typed, set_exception_handler=False)
-                except KeyboardInterrupt:
-                    now = self.clock()
-                    last = self._last_idle_interrupt
-                    if last is not None and now - last <= DOUBLE_PRESS_WINDOW:
-                        return EXIT_INTERRUPTED
-                    self._last_idle_interrupt = now
-                    self.say("Press Ctrl-C again to exit", "dim")
-                    continue
-                except EOFError:
-                    return EXIT_INTERRUPTED if self._terminating else EXIT_OK
-                self._last_idle_interrupt = None
-                code = await self.handle_line(line)
-                if code is not None:
-                    return code
-                if self._terminating:
-                    return EXIT_INTERRUPTED
+            with self._output_above_prompt():
+                await self.start_mcp()
+
+                def pre_run() -> None:
+                    nonlocal ticker
+                    ticker = asyncio.ensure_future(self._tick())
+                    if pick:  # `--resume` without an id: the picker, as a turn of its own
+                        self.submit_text("/resume")
+                    if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
+                        self.submit_text(initial_prompt)
+
+                result = await self.session.prompt_async(
+                    self.message, default=self.next_default, pre_run=pre_run,
+                    set_exception_handler=False, handle_sigint=False)
+                return int(result) if isinstance(result, int) else EXIT_OK
+        except EOFError:
+            return EXIT_INTERRUPTED if self.state.exit_after_turn else EXIT_OK
         finally:
+            if ticker is not None:
+                ticker.cancel()
+            task = self._turn_task
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=5)
+            for sig in handled:
+                try:
+                    loop.remove_signal_handler(sig)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass
             self.renderer.close()
             self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()
+
+    async def _tick(self) -> None:
+        """Redraw while something moves (spinners) so they animate; the input itself redraws on keys."""
+        while True:
+            await asyncio.sleep(0.1)
+            if self.live.animated:
+                self._invalidate()
+
+    @contextlib.contextmanager
+    def _output_above_prompt(self) -> Any:
+        """On a terminal, everything written to stdout/stderr (rich's prints, TRACE lines) goes above the
+        input box instead of through it. In tests the console writes to a buffer and nothing is patched."""
+        if self.console._file is not None or not sys.stdout.isatty():  # noqa: SLF001 - rich has no accessor
+            yield
+            return
+        proxy = StdoutProxy(raw=True, sleep_between_writes=0.02)
+        saved = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = proxy  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            sys.stdout, sys.stderr = saved
+            try:
+                proxy.close()
+            except Exception:  # noqa: BLE001
+                pass
 
 
 def _with_instructions(source: Any, mcp: Any) -> Any:

@@ -217,11 +217,11 @@ async def test_ctrl_c_during_a_turn_interrupts_and_returns_to_the_prompt(project
         run = asyncio.ensure_future(repl.run())
         await asyncio.wait_for(model.started.wait(), 10)
         await wait_for(lambda: repl._turn_task is not None)
-        if via_signal:
-            assert repl._sigint_installed
+        if via_signal:  # kill -INT from outside: the REPL's own handler, same as the key
             os.kill(os.getpid(), signal.SIGINT)
         else:
-            repl.interrupt()
+            inp.send_text("\x03")  # the key: the application reads it in raw mode
+        await wait_for(lambda: repl.state.phase.value in ("interrupted", "idle"))
         await wait_for(lambda: "Interrupted" in buf.getvalue())
         assert not run.done()  # back at the prompt, not exited
         inp.send_text("\x04")
@@ -258,7 +258,7 @@ async def test_interrupt_while_a_tool_runs_keeps_pairing(project: Path) -> None:
         inp.send_text("go\r")
         run = asyncio.ensure_future(repl.run())
         await asyncio.wait_for(started.wait(), 10)
-        repl.interrupt()
+        inp.send_text("\x1b")  # Esc interrupts a running turn, as in Claude Code
         await wait_for(lambda: "Interrupted" in buf.getvalue())
         inp.send_text("\x04")
         assert await asyncio.wait_for(run, 10) == 0
@@ -446,14 +446,43 @@ def test_edit_diff_uses_the_file(tmp_path: Path) -> None:
     assert new is not None and "+hi" in new
 
 
-def test_keys_typed_during_a_turn_are_queued_or_kept(project: Path) -> None:
-    """A line ended by Enter during a turn is queued (sent when the turn ends); the rest waits at the prompt;
-    Ctrl-D asks to exit when the turn ends."""
-    repl, _ = make_repl(project, ScriptedModel([]), None)
-    repl._take_keys("ab\x7fc\x1b[Ad\rmore")
-    assert repl.queued == ["acd"] and repl._typeahead == "more"
-    repl._take_keys("\r\r")  # an empty line queues nothing
-    assert repl.queued == ["acd", "more"] and repl._typeahead == ""
-    assert not repl._exit_after_turn
-    repl._take_keys("\x04")
-    assert repl._exit_after_turn
+async def test_type_ahead_is_queued_shown_edited_with_esc_and_sent_in_order(project: Path) -> None:
+    """The input box stays live during a turn: Enter queues the line (shown under the input), Esc takes the
+    queue back into the input box to edit, and the queue is sent, in order, when the turn ends."""
+    release = asyncio.Event()
+
+    class GatedModel:
+        def __init__(self) -> None:
+            self.requests: list[Any] = []
+
+        def __call__(self, request: Any):
+            self.requests.append(request)
+            return self._stream(len(self.requests))
+
+        async def _stream(self, n: int):
+            if n == 1:
+                await release.wait()
+            yield TextDelta(f"answer {n}")
+            yield ModelResponse(assistant_message([text_block(f"answer {n}")]), "end_turn", {})
+
+    model = GatedModel()
+    with create_pipe_input() as inp:
+        repl, buf = make_repl(project, model, inp)
+        inp.send_text("first\r")
+        run = asyncio.ensure_future(repl.run())
+        await wait_for(lambda: len(model.requests) == 1)
+        inp.send_text("second\r")
+        await wait_for(lambda: repl.queued == ["second"])
+        assert "queued: second" in "".join(t for _, t in repl.toolbar())
+        inp.send_text("\x1b")  # Esc with a queue: back into the input box, the turn goes on
+        await wait_for(lambda: repl.session.default_buffer.text == "second")
+        assert repl.queued == [] and repl.state.phase.value == "running"
+        inp.send_text(" edited\rthird\r")
+        await wait_for(lambda: repl.queued == ["second edited", "third"])
+        inp.send_text("\x04")  # Ctrl-D during the turn: exit once the queue is sent
+        await wait_for(lambda: repl.state.exit_after_turn == 0)
+        release.set()
+        assert await asyncio.wait_for(run, 10) == 0
+    assert [user_texts(r)[-1] for r in model.requests] == ["first", "second edited", "third"]
+    out = buf.getvalue()
+    assert out.index("answer 1") < out.index("> second edited") < out.index("answer 2") < out.index("answer 3")

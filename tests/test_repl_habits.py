@@ -15,7 +15,7 @@ pexpect = pytest.importorskip("pexpect")
 
 from tests.fake_anthropic import tool_block  # noqa: E402
 from tests.procs import pid_alive  # noqa: E402
-from tests.test_repl_pty import PROMPT_READY, finish, spawn  # noqa: E402
+from tests.test_repl_pty import PROMPT_READY, finish, spawn, wait_screen  # noqa: E402
 
 
 def user_texts(request) -> list[str]:
@@ -37,7 +37,7 @@ def test_type_ahead_is_queued_and_sent_when_the_turn_ends(cli, fake_anthropic) -
     while not fake_anthropic.requests and time.monotonic() < deadline:
         time.sleep(0.05)
     child.send("second question\r")  # typed while the first turn streams
-    child.expect_exact("queued: second question")
+    wait_screen(child, "queued: second question")  # shown under the input box
     child.expect_exact("First answer.")
     child.expect_exact("Second answer.")
     child.expect_exact(PROMPT_READY)
@@ -81,7 +81,7 @@ def test_menu_always_shows_the_rule_and_a_note_reaches_the_model(cli, fake_anthr
     child.expect_exact("Permission: Write")
     child.expect_exact("3. No, and tell the agent")
     child.send("3")
-    child.expect_exact("Tell the agent what to do differently")
+    wait_screen(child, "Tell the agent what to do differently")
     child.send("use notes.txt instead\r")
     child.expect_exact("Understood, not writing.")
     child.expect_exact(PROMPT_READY)
@@ -200,7 +200,7 @@ def test_rewind_restores_an_edit_and_the_conversation_and_survives_resume(cli, f
     child.send("1\r")
     child.expect_exact("Restored 2 file(s).")
     child.expect_exact("Conversation rewound to before: change the greeting")
-    child.expect_exact("> change the greeting")  # the prompt is back in the input box, to edit and resend
+    wait_screen(child, "> change the greeting")  # the prompt is back in the input box, to edit and resend
     child.send("\x03")  # Ctrl-C clears it
     child.send("\x04")
     assert finish(child) == 0

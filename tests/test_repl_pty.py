@@ -21,13 +21,72 @@ from tests.fake_anthropic import tool_block  # noqa: E402
 from tests.procs import pid_alive as _alive  # noqa: E402
 
 PROMPT_READY = "\x1b[?2004h"
+FRAME_END = "\x1b[?25h"  # prompt-toolkit shows the cursor again at the end of each redraw
 TIMEOUT = 30
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 
 
+class Screen:
+    """What a person sees: the child's output fed to a terminal emulator (pyte). The prompt redraws only the
+    cells that changed, so text inside the input area, the live area or the toolbar is read off the screen,
+    not searched in the byte stream."""
+
+    def __init__(self, rows: int = 40, cols: int = 120):
+        import pyte
+
+        self.screen = pyte.Screen(cols, rows)
+        self.stream = pyte.Stream(self.screen)
+        self.seen: set[str] = set()  # every screen line shown so far
+
+    def write(self, data: str) -> None:
+        # One frame of prompt-toolkit ends by showing the cursor again: look at the screen after each frame,
+        # so a state shown only briefly (a queued line, sent a moment later) is still seen.
+        frames = data.split(FRAME_END)
+        for i, piece in enumerate(frames):
+            self.stream.feed(piece + (FRAME_END if i < len(frames) - 1 else ""))
+            self.seen.update(line.rstrip() for line in self.screen.display)
+
+    def flush(self) -> None:
+        pass
+
+    def text(self) -> str:
+        return "\n".join(line.rstrip() for line in self.screen.display)
+
+
+def wait_screen(child, text: str, timeout: float = TIMEOUT) -> str:
+    """Read output until `text` is (or was, since the last call) on a screen line; returns the screen."""
+    screen: Screen = child.screen
+    deadline = time.monotonic() + timeout
+    while True:
+        if any(text in line for line in screen.seen):
+            screen.seen.clear()
+            return screen.text()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not on screen: {text!r}\n--- screen ---\n{screen.text()}")
+        try:
+            child.read_nonblocking(4096, timeout=0.1)
+        except pexpect.TIMEOUT:
+            pass
+
+
+class _Tee:
+    def __init__(self, *files) -> None:
+        self.files = files
+
+    def write(self, data: str) -> None:
+        for f in self.files:
+            f.write(data)
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+
 def spawn(cli, *args: str, with_fake: bool = True, **env: str):
-    e = cli.env(with_fake, PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm-256color", **env)
+    # The emulated screen answers the cursor-position requests (CPR), as a real terminal does: prompt-toolkit
+    # then knows the height and draws the bottom toolbar (the queue, the status line) under the input.
+    e = cli.env(with_fake, TERM="xterm-256color", **env)
     child = pexpect.spawn(
         sys.executable,
         ["-m", "agent", *args],
@@ -38,7 +97,9 @@ def spawn(cli, *args: str, with_fake: bool = True, **env: str):
         timeout=TIMEOUT,
         dimensions=(40, 120),
     )
-    child.logfile_read = open(os.environ.get("PTY_LOG", os.devnull), "a")
+    child.screen = Screen()
+    child.screen.screen.write_process_input = child.send  # the terminal's replies (CPR) go back as input
+    child.logfile_read = _Tee(open(os.environ.get("PTY_LOG", os.devnull), "a"), child.screen)
     child.expect_exact("Ctrl-D exits")
     child.expect_exact(PROMPT_READY)
     return child

@@ -25,11 +25,16 @@ async def test_prompt_commands_keep_roles_and_ask_for_required_args(project: Pat
     configure(project, "templates")
     model = ScriptedModel([reply("first"), reply("second")])
     # topic is required: the first command asks for it
-    lines = ["/templates:review", "alpha", '/templates:review beta "very dry"', "/mcp"]
+    # Lines typed ahead are queued, never taken as the answer to a question that opens later: the argument
+    # is typed once the question is on screen.
     with create_pipe_input() as inp:
         repl, buf = make_repl(project, model, inp)
-        inp.send_text("".join(f"{line}\r" for line in lines) + "\x04")
-        assert await repl.run() == 0
+        run = asyncio.ensure_future(repl.run())
+        inp.send_text("/templates:review\r")
+        await wait_for(lambda: repl.asking_kind() == "text", 60)
+        inp.send_text("alpha\r")
+        inp.send_text('/templates:review beta "very dry"\r/mcp\r\x04')
+        assert await asyncio.wait_for(run, 60) == 0
     model.assert_done()
     out = buf.getvalue()
     first, second = model.requests
@@ -58,7 +63,8 @@ async def test_elicitation_is_a_form_in_the_repl(project: Path) -> None:  # noqa
         inp.send_text("y")  # allow the MCP tool once (one key)
         await wait_for(lambda: "asks: Who are you?" in buf.getvalue(), 30)
         inp.send_text("Ada\r")
-        inp.send_text("41\r")
+        await wait_for(lambda: repl._question is not None and "age" in repl._question.text.lower(), 30)
+        inp.send_text("41\r")  # each field is typed once its question is open (type-ahead is queued)
         await wait_for(lambda: "Hi Ada." in buf.getvalue(), 30)
         inp.send_text("\x04")
         assert await run == 0
