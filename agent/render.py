@@ -35,6 +35,7 @@ from services.events import (
     ToolStartEvent,
 )
 from tools.diff_preview import diff_lines
+from tools.permissions import REJECT_MESSAGE
 
 MAX_DIFF_LINES = 80
 THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
@@ -299,10 +300,14 @@ class Renderer:
             elif ev.name in OUTPUT_SHOWN and ev.preview:
                 self.console.print(output_preview(ev.preview, ev.lines))
         else:
-            first = (ev.error or ev.summary or "failed").strip().splitlines()
+            error = (ev.error or ev.summary or "failed").strip()
+            first = error.splitlines()
             line = Text("✗ ", style="red")
             line.append(visible(label), style="bold red")
-            line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
+            if error.startswith(REJECT_MESSAGE[:40]):  # the model is told at length; the user sees what happened
+                line.append(": rejected by you", style="red")
+            else:
+                line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
             self.console.print(line)
             if ev.name in OUTPUT_SHOWN and ev.lines > 1:
                 self.console.print(output_preview(ev.preview, ev.lines, style="red"))

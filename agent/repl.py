@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import signal
 import sys
 import time
@@ -130,6 +131,40 @@ class ReplCompleter(Completer):
             count += 1
             if count >= MAX_PATH_COMPLETIONS:
                 return
+
+
+class _TerminalProxy(StdoutProxy):
+    """prompt-toolkit's stdout proxy, minus its one failure mode: when the terminal goes away (the window is
+    closed: EIO, EPIPE), a write must not raise in its flush thread or in a task nobody awaits. What cannot be
+    written is dropped; SIGHUP ends the session, and the transcript already holds everything."""
+
+    broken = False
+
+    def _write_and_flush(self, loop: asyncio.AbstractEventLoop | None, text: str) -> None:
+        def write_and_flush() -> None:
+            if self.broken:
+                return
+            try:
+                self._output.enable_autowrap()
+                self._output.write_raw(text) if self.raw else self._output.write(text)
+                self._output.flush()
+            except OSError:
+                self.broken = True
+
+        if loop is None:
+            write_and_flush()
+            return
+
+        def in_loop() -> None:
+            from prompt_toolkit.application import run_in_terminal
+
+            future = run_in_terminal(write_and_flush, in_executor=False)
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: never logged
+
+        try:
+            loop.call_soon_threadsafe(in_loop)
+        except RuntimeError:  # the loop is closed: the session is over
+            pass
 
 
 @dataclass
@@ -451,14 +486,11 @@ class Repl:
         try:
             code = await self.handle_line(text)
         except asyncio.CancelledError:
-            self.renderer.close()
-            self.say("Interrupted", "yellow")
+            self._report("Interrupted", "yellow")
         except OSError as exc:  # disk full, read-only...: one line naming the path (issue 21)
-            self.renderer.close()
-            self.say(os_error_line(exc), "bold red")
+            self._report(os_error_line(exc), "bold red")
         except Exception as exc:  # noqa: BLE001 - a command's bug must not end the session
-            self.renderer.close()
-            self.say(f"Error: {type(exc).__name__}: {exc}", "bold red")
+            self._report(f"Error: {type(exc).__name__}: {exc}", "bold red")
         finally:
             self._turn_task = None
         if self.next_default and not self.session.default_buffer.text:
@@ -466,6 +498,14 @@ class Repl:
             self.session.default_buffer.cursor_position = len(self.next_default)
         self.next_default = ""
         self.dispatch(TurnEnded(code))
+
+    def _report(self, line: str, style: str) -> None:
+        """How a turn ended badly; if even that cannot be written (the terminal is gone), it is only traced."""
+        try:
+            self.renderer.close()
+            self.say(line, style)
+        except OSError as exc:
+            trace("repl.unreported", line=line[:200], error=exc.strerror or "")
 
     async def run_turn(self, text: str, inject: list | None = None) -> None:
         inject = [*self._carry_over(), *(inject or [])]
@@ -678,7 +718,8 @@ class Repl:
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         # A stray task's exception (a tool's helper task, say) must not garble the screen.
         exc = context.get("exception")
-        trace("repl.loop_exception", message=context.get("message", ""), error=type(exc).__name__ if exc else "")
+        trace("repl.loop_exception", message=context.get("message", ""), error=type(exc).__name__ if exc else "",
+              where=repr(context.get("future") or context.get("handle") or "")[:200])
 
     async def run(self, continue_: bool = False, resume: str | None = None, initial_prompt: str | None = None) -> int:
         loop = asyncio.get_running_loop()
@@ -701,38 +742,55 @@ class Repl:
         ticker: asyncio.Task | None = None
         try:
             with self._output_above_prompt():
-                await self.start_mcp()
+                try:
+                    await self.start_mcp()
 
-                def pre_run() -> None:
-                    nonlocal ticker
-                    ticker = asyncio.ensure_future(self._tick())
-                    if pick:  # `--resume` without an id: the picker, as a turn of its own
-                        self.submit_text("/resume")
-                    if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
-                        self.submit_text(initial_prompt)
+                    def pre_run() -> None:
+                        nonlocal ticker
+                        ticker = asyncio.ensure_future(self._tick())
+                        if pick:  # `--resume` without an id: the picker, as a turn of its own
+                            self.submit_text("/resume")
+                        if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
+                            self.submit_text(initial_prompt)
 
-                result = await self.session.prompt_async(
-                    self.message, default=self.next_default, pre_run=pre_run,
-                    set_exception_handler=False, handle_sigint=False)
-                return int(result) if isinstance(result, int) else EXIT_OK
+                    result = await self.session.prompt_async(
+                        self.message, default=self.next_default, pre_run=pre_run,
+                        set_exception_handler=False, handle_sigint=False)
+                    return int(result) if isinstance(result, int) else EXIT_OK
+                finally:
+                    # While output still goes above the prompt (or nowhere, if the terminal is gone).
+                    if ticker is not None:
+                        ticker.cancel()
+                    await self._stop_turn()
+                    with contextlib.suppress(OSError):
+                        self.renderer.close()
         except EOFError:
             return EXIT_INTERRUPTED if self.state.exit_after_turn else EXIT_OK
+        except OSError as exc:
+            if exc.errno in (errno.EIO, errno.EPIPE, errno.ENXIO, errno.EBADF):
+                trace("repl.terminal_gone", error=exc.strerror or "")
+                return EXIT_INTERRUPTED  # the window was closed: nothing left to tell anyone
+            raise
         finally:
-            if ticker is not None:
-                ticker.cancel()
-            task = self._turn_task
-            if task is not None and not task.done():
-                task.cancel()
-                await asyncio.wait({task}, timeout=5)
             for sig in handled:
                 try:
                     loop.remove_signal_handler(sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
-            self.renderer.close()
             self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()
+
+    async def _stop_turn(self) -> None:
+        """Cancel a turn still running when the session ends, and take its outcome (never left unretrieved)."""
+        task = self._turn_task
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+        if task.done() and not task.cancelled():
+            task.exception()
 
     async def _tick(self) -> None:
         """Redraw while something moves (spinners) so they animate; the input itself redraws on keys."""
@@ -748,7 +806,7 @@ class Repl:
         if self.console._file is not None or not sys.stdout.isatty():  # noqa: SLF001 - rich has no accessor
             yield
             return
-        proxy = StdoutProxy(raw=True, sleep_between_writes=0.02)
+        proxy = _TerminalProxy(raw=True, sleep_between_writes=0.02)
         saved = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = proxy  # type: ignore[assignment]
         try:

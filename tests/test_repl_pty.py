@@ -55,12 +55,13 @@ class Screen:
 
 
 def wait_screen(child, text: str, timeout: float = TIMEOUT) -> str:
-    """Read output until `text` is (or was, since the last call) on a screen line; returns the screen."""
+    """Read output until `text` is on the screen, or was in a frame read during this call; returns the screen.
+    (Frames read before the call do not count: a line still being typed must not match a later state.)"""
     screen: Screen = child.screen
+    screen.seen = {line.rstrip() for line in screen.screen.display}
     deadline = time.monotonic() + timeout
     while True:
         if any(text in line for line in screen.seen):
-            screen.seen.clear()
             return screen.text()
         if time.monotonic() > deadline:
             raise AssertionError(f"not on screen: {text!r}\n--- screen ---\n{screen.text()}")
