@@ -490,3 +490,31 @@ def test_snapshot_objects_are_shared_between_turns(tmp_path: Path) -> None:
     snapshot(store, repo, turn=3)
     assert records[1]["tree"] == records[0]["tree"]
     assert sum(1 for p in objects.rglob("*") if p.is_file()) == count  # nothing new to store
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_git_filters_round_trip_and_the_tree_alone_suffices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            batch: bool) -> None:
+    """Content goes in through clean filters and comes back through smudge (CRLF here), whether the files are
+    checked out together or one by one, and from the tree id alone when the kept index is gone."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    (repo / "win.txt").write_bytes(b"one\r\ntwo\r\n")
+    (repo / "tool.sh").write_text("#!/bin/sh\necho hi\n")
+    (repo / "tool.sh").chmod(0o755)
+    (repo / "link").symlink_to("win.txt")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    (repo / "draft.txt").write_bytes(b"untracked\r\ndraft\r\n")
+    before = tree_of(repo)
+    store, records = new_store(tmp_path)
+    snapshot(store, repo)
+    Path(records[0]["index"]).unlink()  # only the tree id is left
+    if not batch:
+        monkeypatch.setattr(CheckpointStore, "_checkout_all", lambda self, plan: {})
+    bash(repo, "printf 'x\\n' > win.txt; printf 'y\\n' > draft.txt; chmod -x tool.sh; echo > tool.sh; rm link")
+    restored, problems = store.restore(1)
+    assert problems == [] and len(restored) == 4
+    assert tree_of(repo) == before and os.access(repo / "tool.sh", os.X_OK) and (repo / "link").is_symlink()

@@ -752,9 +752,10 @@ class CheckpointStore:
         plan, problems = self._plan(turn)
         # Removals first (deepest first), so a directory made since can be replaced by the file it hid.
         removals = sorted((cp for cp in plan if not cp.existed), key=lambda c: c.path.count("/"), reverse=True)
+        scratch = self._checkout_all(plan)  # git: all of a snapshot's old files in one git process
         for cp in removals + [cp for cp in plan if cp.existed]:
             try:
-                if self._restore_one(cp):
+                if self._restore_one(cp, scratch.get(id(cp.snapshot))):
                     restored.append(cp.path)
             except _Unsafe as exc:
                 problems.append(f"{cp.path}: {exc}")
@@ -764,8 +765,40 @@ class CheckpointStore:
                 problems.append(f"{cp.path}: git could not read the saved content ({exc})")
             except Exception as exc:  # a rewind reports, never raises
                 problems.append(f"{cp.path}: {type(exc).__name__}: {exc}")
+        for path in scratch.values():
+            shutil.rmtree(path, ignore_errors=True)
         self.forget(turn)
         return restored, problems
+
+    def _checkout_all(self, plan: list[Checkpoint]) -> dict[int, str]:
+        """For each git snapshot in the plan, its files to restore checked out (filters applied, as
+        `git checkout` would) into a scratch directory of the session: id(snapshot) -> directory. A snapshot
+        that fails here is restored file by file (`git cat-file --filters`)."""
+        wanted: dict[int, tuple[TreeSnapshot, list[str]]] = {}
+        for cp in plan:
+            snap = cp.snapshot
+            if snap is not None and snap.kind == "git-tree" and cp.existed and not cp.skipped and cp.entry \
+                    and cp.entry[0] != "160000":
+                wanted.setdefault(id(snap), (snap, []))[1].append(cp.rel)
+        out: dict[int, str] = {}
+        for key, (snap, rels) in wanted.items():
+            scratch = Path(snap.index).parent / f"restore-{secrets.token_hex(4)}"
+            index = scratch.with_suffix(".index")
+            env = _git_env(_git_base_env(), str(index), snap.objects, snap.alternate)
+            try:
+                scratch.mkdir(mode=0o700, parents=True)
+                try:
+                    shutil.copyfile(snap.index, index)
+                except OSError:
+                    _git(["read-tree", snap.tree], snap.root, env)
+                _git(["checkout-index", "-z", "--stdin", f"--prefix={scratch}/"], snap.root, env,
+                     stdin=b"".join(os.fsencode(r) + b"\0" for r in rels))
+                out[key] = str(scratch)
+            except (_GitFailed, OSError):
+                shutil.rmtree(scratch, ignore_errors=True)
+            finally:
+                index.unlink(missing_ok=True)
+        return out
 
     def forget(self, turn: int) -> None:
         """Drop the checkpoints of `turn` and later (the history from `turn` on is gone or undone); a record
@@ -777,7 +810,7 @@ class CheckpointStore:
         self.items = [it for it in self.items if it.turn < turn]
         self._seen = {k for k in self._seen if k[0] < turn}
 
-    def _restore_one(self, cp: Checkpoint) -> bool:
+    def _restore_one(self, cp: Checkpoint, scratch: str | None = None) -> bool:
         snap = cp.snapshot
         if snap is None:  # a pre-image: its path was resolved when saved, so no component may be a symlink now
             rel = cp.path.lstrip("/")
@@ -798,6 +831,14 @@ class CheckpointStore:
             mode, oid = cp.entry
             if mode == "160000":
                 raise _Unsafe("a submodule: its content is not checkpointed")
+            if scratch is not None:  # checked out already (the git objects are only read there)
+                got = os.path.join(scratch, cp.rel)
+                if os.path.islink(got):
+                    _safe_write(snap.root, cp.rel, os.fsencode(os.readlink(got)), link=True)
+                    return True
+                if os.path.isfile(got):
+                    _safe_write(snap.root, cp.rel, _read_nofollow(got), mode=0o755 if mode == "100755" else 0o644)
+                    return True
             env = _git_env(_git_base_env(), "/dev/null", snap.objects, snap.alternate)
             if mode == "120000":
                 _safe_write(snap.root, cp.rel, _git(["cat-file", "blob", oid], snap.root, env), link=True)
