@@ -518,3 +518,41 @@ def test_git_filters_round_trip_and_the_tree_alone_suffices(tmp_path: Path, monk
     restored, problems = store.restore(1)
     assert problems == [] and len(restored) == 4
     assert tree_of(repo) == before and os.access(repo / "tool.sh", os.X_OK) and (repo / "link").is_symlink()
+
+
+def test_home_directory_and_failed_snapshots_are_said_at_rewind(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("private key\n")
+    monkeypatch.setenv("HOME", str(home))
+    store, records = new_store(tmp_path)
+    snapshot(store, home, turn=1)  # not a repository: a home directory is not copied
+    assert records[0]["kind"] == "none" and "home" in records[0]["reason"]
+    assert not list((tmp_path / "session").rglob("*id_ed25519*"))
+    assert not any("private key" in p.read_text(errors="replace")
+                   for p in (tmp_path / "session").rglob("*") if p.is_file())
+    broken = CheckpointStore(tmp_path / "not-a-dir" / "checkpoints", records.append)
+    (tmp_path / "not-a-dir").write_text("a file where the session directory should be\n")
+    work = tmp_path / "w"
+    work.mkdir()
+    snapshot(broken, work, turn=2)
+    assert records[1]["kind"] == "none" and records[1]["reason"]
+    resumed = CheckpointStore(tmp_path / "session" / "checkpoints")
+    resumed.load(records)
+    restored, problems = resumed.restore(1)
+    assert restored == [] and len(problems) == 2
+    assert "turn 1" in problems[0] and "not checkpointed" in problems[0] and "turn 2" in problems[1]
+
+
+def test_a_nested_repository_made_since_is_left_alone(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    store, _ = new_store(tmp_path)
+    snapshot(store, repo)
+    bash(repo, "git init -q vendor/lib && echo v > vendor/lib/v.txt && echo n > new.txt")
+    restored, problems = store.restore(1)
+    assert [Path(p).name for p in restored] == ["new.txt"]
+    assert len(problems) == 1 and "nested repository" in problems[0]
+    assert (repo / "vendor" / "lib" / "v.txt").read_text() == "v\n"

@@ -78,7 +78,7 @@ class Checkpoint:
 @dataclass
 class TreeSnapshot:
     turn: int
-    kind: str  # "git-tree" | "files"
+    kind: str  # "git-tree" | "files" | "none" (Bash ran there but nothing could be taken: `reason`)
     root: str  # realpath of the tree's root
     since_ns: int  # ctime of a marker made before the scan: a file with a newer ctime was changed after it
     tree: str = ""  # git: the tree id
@@ -88,12 +88,13 @@ class TreeSnapshot:
     manifest: str = ""  # files: the manifest (JSON); git: the skipped-files list
     complete: bool = True  # files: False when MAX_SNAPSHOT_FILES cut the scan
     excluded: list[str] = field(default_factory=list)  # rel dirs never captured (the agent's own files)
+    reason: str = ""  # kind "none": why
 
     def to_record(self) -> dict[str, Any]:
         return {"type": "checkpoint", "turn": self.turn, "kind": self.kind, "root": self.root,
                 "since_ns": self.since_ns, "tree": self.tree, "index": self.index, "objects": self.objects,
                 "alternate": self.alternate, "manifest": self.manifest, "complete": self.complete,
-                "excluded": self.excluded}
+                "excluded": self.excluded, "reason": self.reason}
 
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> TreeSnapshot | None:
@@ -101,10 +102,11 @@ class TreeSnapshot:
             snap = cls(int(rec["turn"]), str(rec["kind"]), str(rec["root"]), int(rec.get("since_ns") or 0),
                        str(rec.get("tree") or ""), str(rec.get("index") or ""), str(rec.get("objects") or ""),
                        str(rec.get("alternate") or ""), str(rec.get("manifest") or ""),
-                       bool(rec.get("complete", True)), [str(x) for x in rec.get("excluded") or []])
+                       bool(rec.get("complete", True)), [str(x) for x in rec.get("excluded") or []],
+                       str(rec.get("reason") or ""))
         except (KeyError, TypeError, ValueError):
             return None
-        return snap if snap.kind in ("git-tree", "files") and os.path.isabs(snap.root) else None
+        return snap if snap.kind in ("git-tree", "files", "none") and os.path.isabs(snap.root) else None
 
     def covers_dir(self, cwd: str) -> bool:
         return cwd == self.root or (cwd.startswith(self.root.rstrip("/") + "/") and self.complete)
@@ -376,8 +378,8 @@ class CheckpointStore:
             self._seen.add((turn, "bash:" + where))
             try:
                 snap = await asyncio.to_thread(self.snapshot_tree, Path(where), turn)
-            except Exception:
-                return
+            except Exception as exc:  # disk full, a vanished cwd...: the rewind will say so
+                snap = TreeSnapshot(turn, "none", where, 0, reason=f"{type(exc).__name__}: {exc}")
             if snap is not None:
                 self._register(snap)
 
@@ -410,6 +412,9 @@ class CheckpointStore:
                 pass  # a broken repository still gets the file-level snapshot
         if (turn, "tree:" + where) in self._seen:
             return None
+        if where == "/" or where == os.path.realpath(os.path.expanduser("~")):
+            # Copying a home directory (keys, caches) at every turn would be neither quick nor welcome.
+            return TreeSnapshot(turn, "none", where, 0, reason="a home or root directory is not snapshotted")
         return self._files_snapshot(turn, where)
 
     def _own_dirs(self) -> list[Path]:
@@ -587,7 +592,7 @@ class CheckpointStore:
                     self._drop_from(int(rec.get("turn", 0)))
                 except (TypeError, ValueError):
                     pass
-            elif kind in ("git-tree", "files"):
+            elif kind in ("git-tree", "files", "none"):
                 snap = TreeSnapshot.from_record(rec)
                 if snap is not None:
                     self.items.append(snap)
@@ -649,6 +654,9 @@ class CheckpointStore:
                                       entry=entries[rel])
         for rel in new:
             if _is_excluded(rel, snap.excluded) or rel in entries:
+                continue
+            if rel.endswith("/"):  # a nested repository made since: its content is its own
+                problems.append(f"{os.path.join(snap.root, rel)}: a nested repository created since; not removed")
                 continue
             if rel in skipped:
                 try:
@@ -729,6 +737,10 @@ class CheckpointStore:
             if isinstance(it, Checkpoint):
                 if it.path not in first and not covered(it.path):
                     first[it.path] = it
+                continue
+            if it.kind == "none":
+                problems.append(f"{it.root}: Bash ran here in turn {it.turn}, but its changes were not "
+                                f"checkpointed ({it.reason})")
                 continue
             try:
                 changes, own, found = self._changes(it)
