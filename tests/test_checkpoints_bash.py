@@ -556,3 +556,22 @@ def test_a_nested_repository_made_since_is_left_alone(tmp_path: Path) -> None:
     assert [Path(p).name for p in restored] == ["new.txt"]
     assert len(problems) == 1 and "nested repository" in problems[0]
     assert (repo / "vendor" / "lib" / "v.txt").read_text() == "v\n"
+
+
+def test_a_capped_snapshot_restores_what_it_holds_and_says_the_rest(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import tools.checkpoints as checkpoints
+
+    monkeypatch.setattr(checkpoints, "MAX_SNAPSHOT_FILES", 5)
+    work = tmp_path / "w"
+    work.mkdir()
+    for i in range(10):
+        (work / f"f{i}.txt").write_text(f"{i}\n")
+    store, records = new_store(tmp_path)
+    snapshot(store, work)
+    assert records[0]["kind"] == "files" and records[0]["complete"] is False
+    bash(work, "echo changed > f0.txt; echo changed > f9.txt; echo new > a-new.txt")
+    restored, problems = store.restore(1)
+    assert [Path(p).name for p in restored] == ["f0.txt"] and (work / "f0.txt").read_text() == "0\n"
+    assert (work / "a-new.txt").exists() and (work / "f9.txt").read_text() == "changed\n"  # beyond the cap
+    assert len(problems) == 1 and "5 files" in problems[0]

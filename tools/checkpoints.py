@@ -710,10 +710,13 @@ class CheckpointStore:
                 out[rel] = Checkpoint(snap.turn, full, True, snapshot=snap, rel=rel, entry=tuple(ent),
                                       skipped=ent[0] == "f" and not ent[6])
         if snap.complete:
-            found, _complete = self._walk(snap.root, snap.excluded)
+            found, complete_now = self._walk(snap.root, snap.excluded)
             for rel, _e in found:
                 if rel not in entries:
                     out[rel] = Checkpoint(snap.turn, os.path.join(snap.root, rel), False, snapshot=snap, rel=rel)
+            if not complete_now:
+                problems.append(f"{snap.root}: more than {MAX_SNAPSHOT_FILES} files now; only the new files "
+                                "among the first of them are removed")
         else:
             problems.append(f"{snap.root}: the snapshot stopped at {MAX_SNAPSHOT_FILES} files; files created "
                             "after it are not removed")
