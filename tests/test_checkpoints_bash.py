@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -575,3 +576,44 @@ def test_a_capped_snapshot_restores_what_it_holds_and_says_the_rest(tmp_path: Pa
     assert [Path(p).name for p in restored] == ["f0.txt"] and (work / "f0.txt").read_text() == "0\n"
     assert (work / "a-new.txt").exists() and (work / "f9.txt").read_text() == "changed\n"  # beyond the cap
     assert len(problems) == 1 and "5 files" in problems[0]
+
+
+def test_repl_rewinds_a_bash_turn_after_resume(cli, fake_anthropic) -> None:
+    """The whole path: the REPL's turn, the orchestrator's hook, the transcript record, a resume, Esc Esc."""
+    pexpect = pytest.importorskip("pexpect")  # noqa: F841
+    from tests.fake_anthropic import tool_block
+    from tests.test_repl_pty import PROMPT_READY, finish, spawn
+
+    work = Path(cli.cwd)
+    git(work, "init", "-q")
+    (work / "app.py").write_text("greeting = 'hello'\n")
+    (work / "gone.txt").write_text("bye\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "init")
+    index = (work / ".git" / "index").read_bytes()
+    fake_anthropic.reply(tool_block("Bash", {"command": "sed -i s/hello/hi/ app.py && echo x > made.txt && rm gone.txt"}))
+    fake_anthropic.text("Done with the shell.")
+    child = spawn(cli, "--permission-mode", "bypassPermissions")
+    child.send("use the shell\r")
+    child.expect_exact("Done with the shell.")
+    child.expect_exact(PROMPT_READY)
+    child.send("\x04")
+    assert finish(child) == 0
+    assert (work / "app.py").read_text() == "greeting = 'hi'\n" and (work / "made.txt").exists()
+    child = spawn(cli, "-c", "--permission-mode", "bypassPermissions")
+    time.sleep(0.5)
+    child.send("\x1b")
+    time.sleep(0.1)
+    child.send("\x1b")
+    child.expect_exact("Rewind to just before which prompt?")
+    child.send("1\r")
+    child.expect_exact("conversation and code (3 files)")
+    child.send("3\r")  # code only
+    child.expect_exact("Restored 3 file(s).")
+    child.expect_exact(PROMPT_READY)
+    child.send("\x04")
+    assert finish(child) == 0
+    assert (work / "app.py").read_text() == "greeting = 'hello'\n" and (work / "gone.txt").read_text() == "bye\n"
+    assert not (work / "made.txt").exists()
+    assert (work / ".git" / "index").read_bytes() == index
+    assert git(work, "status", "--porcelain") == b""

@@ -20,14 +20,18 @@ Two kinds, both announced by a `checkpoint` transcript record so `/rewind` works
     environments and caches, at most `MAX_SNAPSHOT_FILES` files (a capped snapshot is marked partial). The
     bytes are copied into a content-addressed store under the session at snapshot time (they cannot be fetched
     later: the shell has run by then) as long as the snapshot's total stays under `MAX_SNAPSHOT_BYTES`; a
-    file over that, or over `MAX_PRE_IMAGE_BYTES`, or unreadable, is listed as not restorable.
+    file over that, or over `MAX_PRE_IMAGE_BYTES`, or unreadable, is listed as not restorable. A home
+    directory or `/` outside git is not copied.
+  * `kind: none`: Bash ran there but no snapshot could be taken (home directory, a failing store); the record
+    keeps the reason and the rewind reports it.
   A file too large (or unreadable) at snapshot time is left out of either kind and said so at rewind if it
   changed. A rewind compares the earliest snapshot with the tree as it is now: modified files get their old
   content back, deleted ones come back, files created since are deleted — only when their ctime is not older
   than the snapshot, so a file that merely looks new (it was ignored before) is never removed. Like a
   `git checkout` of that point, this also puts back changes made by hand after the snapshot; `files_since`
   lists every path first. Not covered: files outside the tree (Bash can write anywhere), inside submodules and
-  nested repositories, ignored files (git kind), the REPL's own `!command`.
+  nested repositories (one created since is reported, not removed), ignored files (git kind), the REPL's
+  own `!command`; empty directories a shell made are left in place.
 
 For each path, the earliest checkpoint at or after the target turn is the truth, pre-image or snapshot, in the
 order they were taken. Every restore goes through directory file descriptors opened without following
