@@ -617,3 +617,20 @@ def test_repl_rewinds_a_bash_turn_after_resume(cli, fake_anthropic) -> None:
     assert not (work / "made.txt").exists()
     assert (work / ".git" / "index").read_bytes() == index
     assert git(work, "status", "--porcelain") == b""
+
+
+def test_only_the_latest_indexes_are_kept_and_older_snapshots_still_rewind(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import tools.checkpoints as checkpoints
+
+    monkeypatch.setattr(checkpoints, "KEPT_INDEXES", 2)
+    repo = tmp_path / "repo"
+    make_repo(repo)
+    before = tree_of(repo)
+    store, records = new_store(tmp_path)
+    for turn in (1, 3, 5):
+        snapshot(store, repo, turn=turn)
+    assert [Path(r["index"]).exists() for r in records] == [False, True, True]
+    bash(repo, SHELL_CHANGES)
+    restored, problems = store.restore(1)
+    assert problems == [] and len(restored) == 6 and tree_of(repo) == before

@@ -61,6 +61,7 @@ MAX_PRE_IMAGE_BYTES = 10 * 1024 * 1024  # a larger file is not checkpointed (sai
 MAX_SNAPSHOT_FILES = 20_000  # a non-git snapshot stops there and is marked partial
 MAX_SNAPSHOT_BYTES = 50 * 1024 * 1024  # bytes a non-git snapshot copies; files past it are not restorable
 GIT_TIMEOUT_S = 60.0
+KEPT_INDEXES = 8  # per tree: the temporary indexes of the latest snapshots are kept (see _register)
 SKIP_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache",
                        ".ruff_cache", ".tox", ".hg", ".svn"})
 
@@ -391,6 +392,15 @@ class CheckpointStore:
         self.items.append(snap)
         self._seen.add((snap.turn, "tree:" + snap.root))
         self._emit(snap.to_record())
+        # A kept index is ~80 bytes a tracked file (1.6 MB for 20k files) per turn: only the latest few stay.
+        # An older snapshot still has its tree id; its rewind hashes the files instead of stat'ing them.
+        same = [it for it in self.items if isinstance(it, TreeSnapshot) and it.kind == "git-tree"
+                and it.root == snap.root and it.index]
+        for old in same[:-KEPT_INDEXES]:
+            try:
+                Path(old.index).unlink(missing_ok=True)
+            except OSError:
+                pass
 
     def snapshot_tree(self, cwd: Path, turn: int | None = None) -> TreeSnapshot | None:
         """The snapshot (git when possible, else files) of the tree around `cwd`; None when this turn already
