@@ -29,7 +29,7 @@ from services.messages import (
 )
 from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
-from tools.checkpoints import checkpoint_store
+from tools.checkpoints import BASH_TOOL, checkpoint_store
 from tools.diff_preview import diff_lines
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
@@ -177,6 +177,10 @@ class ToolRunner:
                         summary="denied by hook",
                     )
                 else:
+                    if checkpoints is not None and name == BASH_TOOL:
+                        # A shell can change any file: snapshot the tree once per turn, as late as possible
+                        # (allowed, not denied by a hook), right before it runs; background runs too.
+                        await checkpoints.before_bash(Path(self.ctx.cwd))
                     output = await tool.call(raw_input, self.ctx.for_call(tid))
                     if not isinstance(output, ToolOutput):
                         output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
