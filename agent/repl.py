@@ -568,21 +568,29 @@ class Repl:
         if picked is None:
             return
         index = int(picked)
-        changed = self.checkpoints.files_since(index)
+        # Bash snapshots are compared with the tree through git: off the event loop, the prompt stays live.
+        changed = await asyncio.to_thread(self.checkpoints.files_since, index)
+        for cp in changed[:10]:
+            self.say(f"  {visible(cp.path)}", "dim")
+        if len(changed) > 10:
+            self.say(f"  … {len(changed) - 10} more", "dim")
+        if changed:
+            self.say("Restoring code also undoes later changes you made to these files by hand.", "dim")
         how = await self.pick("Restore:", [("both", f"conversation and code ({len(changed)} files)"),
                                            ("conversation", "conversation only"),
                                            ("code", f"code only ({len(changed)} files)")])
         if how is None:
             return
         if how in ("both", "code"):
-            restored, problems = self.checkpoints.restore(index)
-            self.say(f"Restored {len(restored)} file(s)." + (" Bash changes are not restored." if restored else ""),
-                     "dim")
+            restored, problems = await asyncio.to_thread(self.checkpoints.restore, index)
+            self.say(f"Restored {len(restored)} file(s).", "dim")
             for p in problems:
                 self.say(f"not restored: {visible(p)}", "yellow")
         if how in ("both", "conversation"):
             text = _prompt_text(self.engine.messages[index])
             self.engine.replace_history(self.engine.messages[:index])
+            if how == "conversation":
+                self.checkpoints.forget(index)  # later turns reuse these numbers (restore forgets them itself)
             self.next_default = text  # the prompt comes back in the input box, to edit and send again
             self.say(f"Conversation rewound to before: {visible(text.splitlines()[0][:100])}", "dim")
 
