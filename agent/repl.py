@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import re
 import signal
 import sys
 import time
@@ -28,8 +29,11 @@ from typing import Any
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.layout import ConditionalContainer, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.patch_stdout import StdoutProxy
 from rich.console import Console
 from rich.text import Text
@@ -156,15 +160,40 @@ class _TerminalProxy(StdoutProxy):
             return
 
         def in_loop() -> None:
-            from prompt_toolkit.application import run_in_terminal
-
-            future = run_in_terminal(write_and_flush, in_executor=False)
-            future.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved: never logged
+            app = self.app_session.app
+            if app is None or not app.is_running or app.is_done or app._running_in_terminal:  # noqa: SLF001
+                write_and_flush()  # nothing drawn (or something else owns the terminal): just write
+                return
+            self._write_above(app, write_and_flush, text)
 
         try:
             loop.call_soon_threadsafe(in_loop)
         except RuntimeError:  # the loop is closed: the session is over
             pass
+
+
+    @staticmethod
+    def _write_above(app: Any, write_and_flush: Any, text: str) -> None:
+        """Erase the application, write, draw it again below: synchronously, in the loop.
+
+        prompt-toolkit's own way (`run_in_terminal`) also detaches the input, switches the terminal to cooked
+        mode and asks for the cursor position, then waits for the answer before the next write: a key typed
+        meanwhile waits ~50 ms (measured: bench/bench_keystroke.py) or is echoed by the tty into the output.
+        Here no mode changes and no round trip: the rows left below the application are worked out from what
+        was written (rich wraps lines to the width, so newlines are rows), which keeps the toolbar drawn."""
+        renderer = app.renderer
+        rows_below = renderer._min_available_height  # noqa: SLF001 - known from the last cursor report
+        renderer.erase()
+        write_and_flush()
+        if rows_below > 0:
+            width = max(1, app.output.get_size().columns)
+            rows = sum(1 + (len(_ANSI_SEQ.sub("", line)) - 1) // width if line else 1
+                       for line in text.split("\n")[:-1])
+            renderer._min_available_height = max(1, rows_below - rows)  # noqa: SLF001
+        app._redraw()  # noqa: SLF001 - the public invalidate() would draw later, after the next key
+
+
+_ANSI_SEQ = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
 
 
 @dataclass
@@ -238,6 +267,7 @@ class Repl:
             prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
             enable_history_search=False,
         )
+        self._add_live_window()
         self.session.app.ttimeoutlen = 0.1  # a lone Esc acts after 0.1 s (Alt-Enter arrives as one write)
         self._turn_task: asyncio.Task | None = None
         self._question: _Question | None = None
@@ -308,14 +338,23 @@ class Repl:
             app.invalidate()
 
     # -- what is on screen -----------------------------------------------------------------------
+    def _add_live_window(self) -> None:
+        """The live area is its own window at the top of the prompt's layout, not part of the prompt message:
+        prompt-toolkit splits a multi-line message character by character several times per redraw, which
+        made every keystroke pay for the 20 streamed lines above it (bench/bench_keystroke.py)."""
+        window = Window(FormattedTextControl(lambda: FormattedText(self.live.fragments())),
+                        dont_extend_height=True, wrap_lines=False)
+        shown = Condition(lambda: self._question is None and bool(self.live.parts))
+        self.session.layout.container.children.insert(0, ConditionalContainer(window, filter=shown))
+
     def message(self) -> Any:
-        """Above the input line: the open question, or the live area; then the prompt sign."""
+        """Above the input line: the open question (the live area is hidden meanwhile); then the prompt sign."""
         q = self._question
         if q is not None:
             if q.kind == "menu":
                 return FormattedText(menu_lines(q.request, q.selected))
             return FormattedText([("bold", q.text)])
-        return FormattedText([*self.live.fragments(), ("bold", PROMPT)])
+        return FormattedText([("bold", PROMPT)])
 
     def toolbar(self) -> Any:
         e = self.engine

@@ -82,9 +82,9 @@ class Tmux:
     def resize(self, rows: int, cols: int) -> None:
         self._run([*self.sock, "resize-window", "-t", self.name, "-x", str(cols), "-y", str(rows)], check=True)
 
-    def screen(self) -> str:
-        out = self._run([*self.sock, "capture-pane", "-p", "-S", "-200", "-t", self.name], capture_output=True,
-                        text=True, check=True).stdout
+    def screen(self, history: int = 200) -> str:
+        out = self._run([*self.sock, "capture-pane", "-p", "-S", f"-{history}", "-t", self.name],
+                        capture_output=True, text=True, check=True).stdout
         return out
 
     def wait(self, text: str, timeout: float = 30) -> str:
@@ -128,6 +128,44 @@ def test_a_resize_while_text_streams_leaves_no_artefacts(cli, fake_anthropic) ->
     finally:
         gate.set()
         tm.close()
+
+
+@pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
+def test_a_long_streamed_reply_lands_whole_and_in_order_while_keys_are_typed(cli, fake_anthropic) -> None:
+    """Finished blocks are written above the input while the user types: every line reaches the scrollback
+    exactly once and in order, and no typed key leaks into the output (the tty never goes back to cooked,
+    echoing mode for a write); what was typed is in the input box, queued by Enter."""
+    rows = [f"row {i:03d} of the answer" for i in range(300)]
+    reply = "\n\n".join("\n".join(rows[i:i + 2]) for i in range(0, len(rows), 2)) + "\n\nALL DONE"
+    fake_anthropic.reply(reply, fragment=40, pace=0.01)
+    fake_anthropic.text("Queued one answered.")
+    env = cli.env(True, TERM="xterm-256color")
+    env = {k: v for k, v in env.items() if k in ("PATH", "HOME", "TERM", "LANG", "LC_ALL", "PYTHONPATH")
+           or k.startswith(("AGENT", "ANTHROPIC", "API_"))}
+    tm = Tmux(f"agent-stream-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (30, 100))
+    try:
+        tm.wait("Ctrl-D exits")
+        tm.keys("go", "Enter")
+        tm.wait("row 010")
+        for ch in "typedwhilestreaming":
+            tm.keys(ch)
+            time.sleep(0.03)
+        tm.keys("Enter")
+        tm.wait("Queued one answered.")
+        screen = tm.wait(IDLE)
+        whole = tm.screen(history=5000)
+    finally:
+        tm.close()
+    lines = [line.rstrip() for line in whole.splitlines()]
+    got = [line for line in lines if line.startswith("row ")]
+    expected = [f"{rows[i]} {rows[i + 1]}" for i in range(0, len(rows), 2)]  # Markdown joins a paragraph's lines
+    assert got == expected, [x for x in got if x not in expected][:5] or len(got)
+    assert lines.count("ALL DONE") == 1
+    # The typed text appears only where the prompt echoes it (the input box, then the sent line), never
+    # inside the reply.
+    assert all("typedwhile" not in line or line.lstrip("> ").startswith("typedwhile") for line in lines), whole
+    assert "> typedwhilestreaming" in whole
+    assert IDLE in screen
 
 
 def test_a_question_keeps_what_was_typed_in_the_input_box(cli, fake_anthropic) -> None:
