@@ -28,7 +28,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.hooks import NO_HOOKS, Hooks
-from services.messages import Message, repair_pairing, user_message
+from services.messages import Message, repair_pairing, text_block, user_message
 from services.session import (
     FORMAT_VERSION,
     LoadedSession,
@@ -221,9 +221,13 @@ class QueryEngine:
         """The loop with this engine's deps, for tools that run a sub-loop (the Agent tool)."""
         return query(QueryParams(**params), self.deps)
 
-    async def run_turn(self, text: str, inject_before: list[Message] | None = None) -> AsyncIterator[Event]:
-        """Append the user's message (after any injected ones) and run the loop until it stops."""
-        if not text and not inject_before:
+    async def run_turn(self, text: str, inject_before: list[Message] | None = None,
+                       images: list[Any] | None = None) -> AsyncIterator[Event]:
+        """Append the user's message (after any injected ones) and run the loop until it stops.
+
+        `images` (API `image` blocks, pasted into the REPL's input) go in the user's message after its text,
+        as Claude Code sends them."""
+        if not text and not inject_before and not images:
             raise ValueError("run_turn needs user text or messages to inject")
         self._abort = asyncio.Event()
         self._running = True
@@ -254,10 +258,10 @@ class QueryEngine:
             self.config.system_prompt = self.prompt_source()
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
-        if text:
+        if text or images:
             # No meta: the user's own words (every injected message carries a meta key saying where it came
             # from), which retain and autocompact keep verbatim (services/compact/retain.py: is_user_own).
-            self.append_message(user_message(text))
+            self.append_message(user_message([*([text_block(text)] if text else []), *(images or [])]))
             touch_index(self.paths.transcript, text)
         params = QueryParams(
             messages=self.messages,

@@ -41,6 +41,14 @@ from rich.text import Text
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, default_router
 from agent.errors import os_error_line, set_transcript
+from agent.image_input import (
+    MAX_PASTE_BYTES,
+    PendingImages,
+    TooLarge,
+    image_blocks,
+    image_paths,
+    read_clipboard_image,
+)
 from agent.live_area import AppLiveArea
 from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
 from agent.permission_menu import menu_lines, rejection, visible
@@ -282,6 +290,8 @@ class Repl:
         self.engine.state.extras[CHECKPOINTS_KEY] = self.checkpoints
         self.router.register("rewind", self.cmd_rewind, "restore the conversation and/or code to an earlier prompt")
         self.next_default = ""  # text put back in the input box (a rewound prompt)
+        self.pending_images = PendingImages()  # `[Image #N]` in the input -> the pasted image
+        self._clipboard_task: asyncio.Task | None = None
 
     # -- state -----------------------------------------------------------------------------------
     @property
@@ -447,7 +457,43 @@ class Repl:
         show_transcript(self.ctx, "")
 
     def paste_image(self, buf: Any) -> None:
-        self.say("Pasting images is not available.", "dim")
+        """Ctrl-V: the clipboard's image as `[Image #N]` at the cursor. The clipboard tool runs in a thread
+        (a clipboard owner that hangs must not freeze the input); one paste at a time."""
+        if self._clipboard_task is not None and not self._clipboard_task.done():
+            return
+
+        async def paste() -> None:
+            try:
+                got = await asyncio.to_thread(read_clipboard_image)
+            except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+                got = f"Could not paste the image: {type(exc).__name__}: {exc}"
+            if isinstance(got, str):
+                self.say(got, "dim")
+                return
+            mark = self.pending_images.add(got.media_type, got.data, "clipboard") + " "
+            q = self._question
+            if q is not None and q.kept is not None:  # a question opened meanwhile: the input comes back after
+                q.kept = Document(q.kept.text + mark, len(q.kept.text) + len(mark))
+            else:
+                buf.insert_text(mark)
+            self._invalidate()
+
+        self._clipboard_task = asyncio.ensure_future(paste())
+        self._clipboard_task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    def paste_text(self, buf: Any, data: str) -> None:
+        """A bracketed paste: image file paths (a dropped file) become `[Image #N]`; anything else is
+        inserted as it is, newlines included (a paste stays one message)."""
+        try:
+            found = image_paths(data, self.engine.state.cwd) if data.strip() else None
+        except TooLarge as exc:
+            self.say(f"{visible(str(exc))} is over {MAX_PASTE_BYTES // (1024 * 1024)} MB: pasted as text", "dim")
+            found = None
+        if not found:
+            buf.insert_text(data.replace("\r\n", "\n").replace("\r", "\n"))
+            return
+        marks = [self.pending_images.add(f.media_type, f.data, f.path) for f in found]
+        buf.insert_text(" ".join(marks) + " ")
 
     # -- questions -------------------------------------------------------------------------------
     async def _ask(self, question: _Question) -> str | None:
@@ -518,12 +564,14 @@ class Repl:
     # -- turns -----------------------------------------------------------------------------------
     def _start_turn(self, text: str) -> None:
         self.console.print(Text(f"{PROMPT}{visible(text)}", style="bold"))
-        self._turn_task = asyncio.ensure_future(self._run_line(text))
+        images = self.pending_images.take(text)  # the line's images; queued lines keep theirs until sent
+        self.pending_images.prune([self.session.default_buffer.text, *self.state.queued])
+        self._turn_task = asyncio.ensure_future(self._run_line(text, images))
 
-    async def _run_line(self, text: str) -> None:
+    async def _run_line(self, text: str, images: list[Any] | None = None) -> None:
         code: int | None = None
         try:
-            code = await self.handle_line(text)
+            code = await self.handle_line(text, images)
         except asyncio.CancelledError:
             self._report("Interrupted", "yellow")
         except OSError as exc:  # disk full, read-only...: one line naming the path (issue 21)
@@ -546,13 +594,18 @@ class Repl:
         except OSError as exc:
             trace("repl.unreported", line=line[:200], error=exc.strerror or "")
 
-    async def run_turn(self, text: str, inject: list | None = None) -> None:
+    async def run_turn(self, text: str, inject: list | None = None, images: list[Any] | None = None) -> None:
+        blocks: list[Any] = []
+        if images:  # fitted to the API's limits off the event loop (Pillow); a bad one is a note, not sent
+            blocks, notes = await asyncio.to_thread(image_blocks, images)
+            for note in notes:
+                self.say(note, "yellow")
         inject = [*self._carry_over(), *(inject or [])]
         self.checkpoints.directory = self.engine.session_dir / "checkpoints"  # /clear starts a new session
         self.checkpoints.record = self.engine.record
         self.checkpoints.begin_turn(-1)  # set once the prompt is in the history (first event below)
         try:
-            async for ev in self.engine.run_turn(text, inject_before=inject or None):
+            async for ev in self.engine.run_turn(text, inject_before=inject or None, images=blocks or None):
                 if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
                     self.checkpoints.begin_turn(_last_prompt_index(self.engine.messages))
                 self.renderer.event(ev)
@@ -644,11 +697,14 @@ class Repl:
         for style, text in lines:
             self.console.print(Text(visible(text), style=style))
 
-    async def handle_line(self, line: str) -> int | None:
-        """One submitted line: a slash command or a message to the model. Returns an exit code to stop."""
+    async def handle_line(self, line: str, images: list[Any] | None = None) -> int | None:
+        """One submitted line: a slash command or a message to the model (with the images pasted into it).
+        Returns an exit code to stop."""
         text = line.strip()
         if not text:
             return None
+        if images and (text.startswith(("!", "#")) or self.router.is_command(text)):
+            self.say(f"Images go only with a message to the model: {len(images)} not sent", "dim")
         if text.startswith("!"):
             await self.bash_mode(text[1:].strip())
             return None
@@ -675,7 +731,7 @@ class Repl:
             for n in out.notices:
                 self.say(n, "dim")
             inject = out.messages
-        await self.run_turn(text, inject or None)
+        await self.run_turn(text, inject or None, images=images)
         return None
 
     def _carry_over(self) -> list[Any]:

@@ -3,7 +3,8 @@
 While a question is open its keys win (the permission menu's digits and arrows, or Enter answering a line);
 otherwise the input box is always live: Enter submits (or queues, while a turn runs), Esc interrupts a turn
 (or takes queued lines back to edit), Ctrl-C and Ctrl-D are events for the state machine, Esc Esc at an idle
-prompt opens /rewind, Shift+Tab cycles the permission mode, `\\`+Enter, Alt-Enter and Ctrl-J insert a newline.
+prompt opens /rewind, Shift+Tab cycles the permission mode, `\\`+Enter, Alt-Enter and Ctrl-J insert a newline,
+Ctrl-V pastes the clipboard's image and a pasted image file path (a dropped file) becomes `[Image #N]`.
 """
 
 from __future__ import annotations
@@ -118,5 +119,9 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
     @kb.add("c-v", filter=free)
     def _paste_image(event: Any) -> None:  # Ctrl-V: an image from the clipboard (text paste is the terminal's)
         repl.paste_image(event.current_buffer)
+
+    @kb.add(Keys.BracketedPaste, filter=free)
+    def _paste(event: Any) -> None:  # a dropped image file arrives as its pasted path: `[Image #N]`
+        repl.paste_text(event.current_buffer, event.data)
 
     return kb

@@ -126,9 +126,11 @@ def message_text(message: Message) -> str:
 
 
 def is_user_text_message(message: Message) -> bool:
-    """A user message made only of text blocks: a safe place to start an outbound copy."""
+    """A user message of text blocks (and the images pasted with them: a prompt from the REPL), no tool
+    results: a safe place to start an outbound copy."""
     content = message.get("content") or []
-    return message.get("role") == "user" and bool(content) and all(b.get("type") == "text" for b in content)
+    return (message.get("role") == "user" and any(b.get("type") == "text" for b in content)
+            and all(b.get("type") in ("text", "image") for b in content))
 
 
 def result_text(content: str | list[Any]) -> str:
