@@ -144,6 +144,12 @@ def context_percent(engine: Any) -> int:
 
 
 # -- built-ins ---------------------------------------------------------------------------------
+def cmd_transcript(ctx: CommandContext, args: str) -> None:
+    from agent.transcript_view import show_transcript  # rich Markdown and friends: loaded when asked
+
+    show_transcript(ctx, args)
+
+
 def cmd_help(ctx: CommandContext, args: str) -> None:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold")
@@ -513,6 +519,8 @@ def default_router() -> CommandRouter:
     router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")
     router.register("resume", cmd_resume, "resume an earlier session of this project [number|id]")
     router.register("todos", cmd_todos, "show the current plan")
+    router.register("transcript", cmd_transcript,
+                    "the last turn in full: thinking, whole tool input and output (Ctrl-O) [all|N]")
     router.register("hooks", cmd_hooks, "show the command hooks in force")
     router.register("config", cmd_config, "show the settings in force")
     router.register("doctor", cmd_doctor, "check the key, ripgrep and settings files")

@@ -449,11 +449,8 @@ class Repl:
 
     def show_transcript(self) -> None:
         """Ctrl-O: the whole conversation, expanded (thinking, full tool output)."""
-        try:
-            from agent.transcript_view import show_transcript
-        except ImportError:
-            self.say("The expanded transcript view is not available.", "dim")
-            return
+        from agent.transcript_view import show_transcript
+
         show_transcript(self.ctx, "")
 
     def paste_image(self, buf: Any) -> None:
