@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.text import Text
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
-from agent.commands import CommandContext, CommandRouter, context_percent, default_router
+from agent.commands import CommandContext, CommandRouter, context_percent, context_tokens, default_router
 from agent.errors import os_error_line, set_transcript
 from agent.image_input import (
     MAX_PASTE_BYTES,
@@ -78,8 +78,9 @@ from agent.repl_state import (
     step,
 )
 from agent.skill_commands import register_skill_commands
+from agent.status_line import StatusLine, status_payload
 from services.config import project_dir
-from services.events import ToolEndEvent
+from services.events import AssistantEvent, ToolEndEvent
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
 from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
@@ -276,6 +277,8 @@ class Repl:
             enable_history_search=False,
         )
         self._add_live_window()
+        self._started = time.time()
+        self.status_line = self._make_status_line(opts)
         self.session.app.ttimeoutlen = 0.1  # a lone Esc acts after 0.1 s (Alt-Enter arrives as one write)
         self._turn_task: asyncio.Task | None = None
         self._question: _Question | None = None
@@ -348,6 +351,28 @@ class Repl:
             app.invalidate()
 
     # -- what is on screen -----------------------------------------------------------------------
+    def _make_status_line(self, opts: AppOptions) -> StatusLine | None:
+        config = opts.merged.status_line if opts.merged is not None else None
+        if not config:
+            return None
+        width = lambda: self.session.app.output.get_size().columns  # noqa: E731
+        return StatusLine(config["command"], self.cwd, config["padding"], on_change=self._invalidate, width=width)
+
+    def refresh_status_line(self) -> None:
+        """Ask the status line command for a new line (in the background, coalesced, at most every 300 ms)."""
+        if self.status_line is None:
+            return
+        e = self.engine
+        from agent import __version__
+
+        try:
+            payload = status_payload(e, self.cwd, e.usage.cost(e.config.model), context_tokens(e)[0], __version__,
+                                     self._started)
+        except Exception as exc:  # noqa: BLE001 - a status line must never break the session
+            trace("statusline.payload", error=f"{type(exc).__name__}: {exc}"[:200])
+            return
+        self.status_line.request(payload)
+
     def _add_live_window(self) -> None:
         """The live area is its own window at the top of the prompt's layout, not part of the prompt message:
         prompt-toolkit splits a multi-line message character by character several times per redraw, which
@@ -370,6 +395,8 @@ class Repl:
         e = self.engine
         cost = e.usage.cost(e.config.model)
         lines: list[tuple[str, str]] = []
+        if self.status_line is not None and self.status_line.fragments:
+            lines += [*self.status_line.fragments, ("", "\n")]
         for line in self.state.queued:  # lines typed during the turn, shown under the input until sent
             first = visible(line.splitlines()[0] if line else "")
             lines.append(("", f" queued: {first[:100]}\n"))
@@ -389,6 +416,7 @@ class Repl:
             order.append("bypassPermissions")
         mode = self.engine.gate.mode
         self.engine.gate.mode = order[(order.index(mode) + 1) % len(order)] if mode in order else "default"
+        self.refresh_status_line()
 
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
@@ -582,6 +610,7 @@ class Repl:
             self.session.default_buffer.cursor_position = len(self.next_default)
         self.next_default = ""
         self.dispatch(TurnEnded(code))
+        self.refresh_status_line()
 
     def _report(self, line: str, style: str) -> None:
         """How a turn ended badly; if even that cannot be written (the terminal is gone), it is only traced."""
@@ -606,6 +635,8 @@ class Repl:
                 if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
                     self.checkpoints.begin_turn(_last_prompt_index(self.engine.messages))
                 self.renderer.event(ev)
+                if isinstance(ev, (AssistantEvent, ToolEndEvent)):  # a reply or a tool result: the line may change
+                    self.refresh_status_line()
                 if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
                     # The plan changed: show it compactly.
                     self.say(format_todos(self.engine.state.extras.get("todos") or []), "dim")
@@ -848,6 +879,7 @@ class Repl:
                     def pre_run() -> None:
                         nonlocal ticker
                         ticker = asyncio.ensure_future(self._tick())
+                        self.refresh_status_line()
                         if pick:  # `--resume` without an id: the picker, as a turn of its own
                             self.submit_text("/resume")
                         if initial_prompt:  # `agent "task"` on a terminal: the task is the first message
@@ -861,6 +893,8 @@ class Repl:
                     # While output still goes above the prompt (or nowhere, if the terminal is gone).
                     if ticker is not None:
                         ticker.cancel()
+                    if self.status_line is not None:
+                        self.status_line.close()
                     await self._stop_turn()
                     with contextlib.suppress(OSError):
                         self.renderer.close()

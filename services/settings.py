@@ -7,14 +7,14 @@ Scopes, lowest first (a later scope's scalar wins; lists and maps add up):
   flags    `--settings FILE|JSON` (parsed by the CLI)
 
 Fields read here: `permissions.{allow,ask,deny,defaultMode,additionalDirectories}`, `hooks`, `env`,
-`model`, `mcpServers`, `secretEnv` (more variable names kept from children) and `passEnv` (secret
+`model`, `mcpServers`, `statusLine`, `secretEnv` (more variable names kept from children) and `passEnv` (secret
 names a user lets through to children; user and flags scopes only). A malformed file or field is one
 warning naming the file and the field, and only that part is ignored.
 
 The project and local scopes live inside the repository, so an attacker who controls the repository
 controls them. Until the folder is trusted they may only restrict: their deny and ask rules (and a
-`plan` default mode) apply; allow rules, a permissive defaultMode, hooks, env, MCP servers, the model
-and directories are dropped and listed in `ignored` for the one notice line.
+`plan` default mode) apply; allow rules, a permissive defaultMode, hooks, a status line command, env,
+MCP servers, the model and directories are dropped and listed in `ignored` for the one notice line.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class MergedSettings:
     model: str | None = None
     mcp_servers: dict[str, tuple[str, Any]] = field(default_factory=dict)  # name -> (source file, raw)
     hooks: list[tuple[str, Any]] = field(default_factory=list)  # (source file, raw `hooks` table)
+    status_line: dict[str, Any] | None = None  # Claude Code's `statusLine`: {type: command, command, padding}
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
     files: list[SettingsFile] = field(default_factory=list)
@@ -147,6 +148,18 @@ def _merge_file(out: MergedSettings, f: SettingsFile, trusted: bool) -> None:
                 out.ignored.append(f"hooks ({src})")
         else:
             out.hooks.append((src, data["hooks"]))
+    if "statusLine" in data:
+        line = data["statusLine"]
+        if not (isinstance(line, dict) and line.get("type", "command") == "command"
+                and isinstance(line.get("command"), str) and line["command"].strip()):
+            w.append(f"{where('statusLine')}: must be {{\"type\": \"command\", \"command\": \"...\"}}; ignored")
+        elif "padding" in line and (not isinstance(line["padding"], int) or isinstance(line["padding"], bool)
+                                    or not 0 <= line["padding"] <= 20):
+            w.append(f"{where('statusLine.padding')}: must be a number from 0 to 20; ignored")
+        elif restricted:
+            out.ignored.append(f"statusLine command ({src})")  # a command from the repository: runs once trusted
+        else:
+            out.status_line = {"command": line["command"], "padding": line.get("padding", 0), "source": str(src)}
     if "env" in data:
         env = data["env"]
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
