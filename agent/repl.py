@@ -153,33 +153,58 @@ class _TerminalProxy(StdoutProxy):
 
     broken = False
 
-    def _write_and_flush(self, loop: asyncio.AbstractEventLoop | None, text: str) -> None:
-        def write_and_flush() -> None:
-            if self.broken:
-                return
-            try:
-                self._output.enable_autowrap()
-                self._output.write_raw(text) if self.raw else self._output.write(text)
-                self._output.flush()
-            except OSError:
-                self.broken = True
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: list[str] = []  # text waiting, in order, for the application to know where it is
+        self._deferred_since: float | None = None
+        self._retry: Any = None
 
+    def _emit(self, text: str) -> None:
+        if self.broken:
+            return
+        try:
+            self._output.enable_autowrap()
+            self._output.write_raw(text) if self.raw else self._output.write(text)
+            self._output.flush()
+        except OSError:
+            self.broken = True
+
+    def _write_and_flush(self, loop: asyncio.AbstractEventLoop | None, text: str) -> None:
         if loop is None:
-            write_and_flush()
+            self._emit(text)
             return
 
         def in_loop() -> None:
-            app = self.app_session.app
-            if app is None or not app.is_running or app.is_done or app._running_in_terminal:  # noqa: SLF001
-                write_and_flush()  # nothing drawn (or something else owns the terminal): just write
-                return
-            self._write_above(app, write_and_flush, text)
+            self._pending.append(text)
+            self._write_pending(loop)
 
         try:
             loop.call_soon_threadsafe(in_loop)
         except RuntimeError:  # the loop is closed: the session is over
             pass
 
+    def _write_pending(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._retry = None
+        if not self._pending:
+            return
+        app = self.app_session.app
+        drawn = app is not None and app.is_running and not app.is_done and not app._running_in_terminal  # noqa: SLF001
+        if drawn and app.renderer.waiting_for_cpr:
+            # A cursor report is on its way (start, resize, Ctrl-L): it will say how many rows are left below
+            # the application *before* this write. Writing now would let that stale answer stretch the
+            # application down and scroll the written text off the screen. Wait for it (at most 2 s).
+            now = time.monotonic()
+            self._deferred_since = self._deferred_since or now
+            if now - self._deferred_since < 2.0:
+                if self._retry is None:
+                    self._retry = loop.call_later(0.01, self._write_pending, loop)
+                return
+        self._deferred_since = None
+        text, self._pending = "".join(self._pending), []
+        if drawn:
+            self._write_above(app, lambda: self._emit(text), text)
+        else:
+            self._emit(text)  # nothing drawn (or something else owns the terminal): just write
 
     @staticmethod
     def _write_above(app: Any, write_and_flush: Any, text: str) -> None:

@@ -112,6 +112,7 @@ def test_a_resize_while_text_streams_leaves_no_artefacts(cli, fake_anthropic) ->
     tm = Tmux(f"agent-resize-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (40, 120))
     try:
         tm.wait("Ctrl-D exits")
+        tm.wait(IDLE)  # keys typed before the prompt reads arrive in cooked mode: Enter would be a newline
         tm.keys("go", "Enter")
         tm.wait("A second paragraph")
         for rows, cols in ((30, 80), (24, 60), (40, 120), (35, 100)):
@@ -145,6 +146,7 @@ def test_a_long_streamed_reply_lands_whole_and_in_order_while_keys_are_typed(cli
     tm = Tmux(f"agent-stream-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (30, 100))
     try:
         tm.wait("Ctrl-D exits")
+        tm.wait(IDLE)  # keys typed before the prompt reads arrive in cooked mode: Enter would be a newline
         tm.keys("go", "Enter")
         tm.wait("row 010")
         for ch in "typedwhilestreaming":
