@@ -84,4 +84,16 @@ class AppLiveArea:
         c = Console(file=buf, width=width, force_terminal=True, color_system=self.console.color_system,
                     no_color=self.console.no_color, highlight=False)
         c.print(part)
-        return list(to_formatted_text(ANSI(buf.getvalue())))
+        return merge_fragments(to_formatted_text(ANSI(buf.getvalue())))
+
+
+def merge_fragments(fragments: Any) -> list[tuple[str, str]]:
+    """prompt-toolkit's ANSI parser gives one fragment per character: join runs of one style, so a redraw
+    (one per keystroke) walks a few hundred fragments instead of every character of the live area."""
+    out: list[tuple[str, str]] = []
+    for style, text, *_ in fragments:
+        if out and out[-1][0] == style:
+            out[-1] = (style, out[-1][1] + text)
+        else:
+            out.append((style, text))
+    return out

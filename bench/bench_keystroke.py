@@ -39,7 +39,7 @@ class Term:
         self.fd = self.child.child_fd
         self.tail = b""  # the last bytes read, so a text split across two reads is still found
 
-    def read(self, timeout: float) -> bytes:
+    def read(self, timeout: float, feed: bool = True) -> bytes:
         ready, _, _ = select.select([self.fd], [], [], timeout)
         if not ready:
             return b""
@@ -47,7 +47,8 @@ class Term:
             data = os.read(self.fd, 65536)
         except OSError:
             return b""
-        self.stream.feed(data)  # answers CPR requests
+        if feed:
+            self.stream.feed(data)  # answers CPR requests
         return data
 
     def wait_for(self, needle: bytes, timeout: float = 30.0) -> None:
@@ -77,13 +78,16 @@ class Term:
         """One keystroke: `Z` in, wait for it to come back; then Backspace it away."""
         t0 = time.perf_counter()
         os.write(self.fd, b"Z")
+        chunks = []
         while True:
-            data = self.read(5.0)
+            data = self.read(5.0, feed=False)  # the emulator's own time is not the REPL's: fed afterwards
+            chunks.append(data)
             if b"Z" in data:
                 ms = (time.perf_counter() - t0) * 1000
                 break
             if time.perf_counter() - t0 > 10:
                 raise TimeoutError("no echo in 10 s")
+        self.stream.feed(b"".join(chunks))
         os.write(self.fd, b"\x7f")
         return ms
 
