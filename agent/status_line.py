@@ -25,6 +25,7 @@ from typing import Any
 
 from prompt_toolkit.formatted_text import ANSI, to_formatted_text
 
+from agent.live_area import merge_fragments
 from services.trace import trace
 
 TIMEOUT = 5.0  # seconds a status command may take
@@ -63,14 +64,11 @@ def sanitize(raw: str, width: int = 200) -> list[tuple[str, str]]:
             room = width - cells
             if room <= 0:
                 break
-            if out and out[-1][0] == style and out[-1][1] != "\n":
-                out[-1] = (style, out[-1][1] + text[:room])  # prompt-toolkit's ANSI gives one per character
-            else:
-                out.append((style, text[:room]))
+            out.append((style, text[:room]))
             cells += min(len(text), room)
         if i < len(lines) - 1:
             out.append(("", "\n"))
-    return out
+    return merge_fragments(out)
 
 
 class StatusLine:

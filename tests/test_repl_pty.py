@@ -71,6 +71,18 @@ def wait_screen(child, text: str, timeout: float = TIMEOUT) -> str:
             pass
 
 
+def read_until(child, done, timeout: float = TIMEOUT) -> str:
+    """Read output until `done(screen text)` holds or `timeout` passes; returns the screen. (A state that
+    must *not* come, or must go away, has no text to wait for.)"""
+    deadline = time.monotonic() + timeout
+    while not done(child.screen.text()) and time.monotonic() < deadline:
+        try:
+            child.read_nonblocking(4096, timeout=0.1)
+        except pexpect.TIMEOUT:
+            pass
+    return child.screen.text()
+
+
 class _Tee:
     def __init__(self, *files) -> None:
         self.files = files

@@ -101,14 +101,19 @@ class Tmux:
         self._run([*self.sock, "kill-server"], capture_output=True)
 
 
+def _tmux_env(cli) -> dict[str, str]:
+    """What the agent needs, passed through `env -i` (tmux starts its shell with the server's environment)."""
+    env = cli.env(True, TERM="xterm-256color")
+    return {k: v for k, v in env.items() if k in ("PATH", "HOME", "TERM", "LANG", "LC_ALL", "PYTHONPATH")
+            or k.startswith(("AGENT", "ANTHROPIC", "API_"))}
+
+
 @pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
 def test_a_resize_while_text_streams_leaves_no_artefacts(cli, fake_anthropic) -> None:
     gate = threading.Event()
     para = " ".join(f"word{i}" for i in range(60))
     fake_anthropic.reply(f"{para}\n\nA second paragraph that is still open", gate=gate, fragment=10000)
-    env = cli.env(True, TERM="xterm-256color")
-    env = {k: v for k, v in env.items() if k in ("PATH", "HOME", "TERM", "LANG", "LC_ALL", "PYTHONPATH")
-           or k.startswith(("AGENT", "ANTHROPIC", "API_"))}
+    env = _tmux_env(cli)
     tm = Tmux(f"agent-resize-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (40, 120))
     try:
         tm.wait("Ctrl-D exits")
@@ -140,9 +145,7 @@ def test_a_long_streamed_reply_lands_whole_and_in_order_while_keys_are_typed(cli
     reply = "\n\n".join("\n".join(rows[i:i + 2]) for i in range(0, len(rows), 2)) + "\n\nALL DONE"
     fake_anthropic.reply(reply, fragment=40, pace=0.01)
     fake_anthropic.text("Queued one answered.")
-    env = cli.env(True, TERM="xterm-256color")
-    env = {k: v for k, v in env.items() if k in ("PATH", "HOME", "TERM", "LANG", "LC_ALL", "PYTHONPATH")
-           or k.startswith(("AGENT", "ANTHROPIC", "API_"))}
+    env = _tmux_env(cli)
     tm = Tmux(f"agent-stream-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (30, 100))
     try:
         tm.wait("Ctrl-D exits")

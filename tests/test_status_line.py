@@ -136,7 +136,7 @@ pexpect = pytest.importorskip("pexpect")
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_terminal_the_status_line_shows_and_follows_the_session(cli, agent_home, fake_anthropic, tmp_path) -> None:
-    from tests.test_repl_pty import finish, spawn, wait_screen
+    from tests.test_repl_pty import finish, read_until, spawn, wait_screen
 
     script = tmp_path / "sl.py"
     script.write_text(
@@ -153,13 +153,7 @@ def test_terminal_the_status_line_shows_and_follows_the_session(cli, agent_home,
     child.send("hello\r")
     wait_screen(child, "Answered.")
     screen = wait_screen(child, "mode=acceptEdits lines=")
-    for _ in range(100):  # the line follows the transcript once the turn's refresh has run
-        if "lines=0" not in child.screen.text():
-            break
-        try:
-            child.read_nonblocking(4096, timeout=0.1)
-        except pexpect.TIMEOUT:
-            pass
+    read_until(child, lambda text: "lines=0" not in text)  # the turn's refresh reads the transcript
     assert "lines=0" not in child.screen.text(), child.screen.text()
     child.send("\x04")
     assert finish(child) == 0
@@ -169,7 +163,7 @@ def test_terminal_the_status_line_shows_and_follows_the_session(cli, agent_home,
 @pytest.mark.parametrize("answer", ["n", "y"])
 def test_terminal_a_projects_status_line_runs_only_once_trusted(cli, workdir, fake_anthropic, tmp_path,
                                                                  answer) -> None:
-    from tests.test_repl_pty import Screen, finish, wait_screen
+    from tests.test_repl_pty import Screen, finish, read_until, wait_screen
 
     marker = tmp_path / "status_ran"
     script = tmp_path / "sl.py"
@@ -187,12 +181,8 @@ def test_terminal_a_projects_status_line_runs_only_once_trusted(cli, workdir, fa
     if answer == "y":
         wait_screen(child, "PROJECT-STATUS")
     else:
-        time.sleep(1.0)  # time enough for a refresh that must not happen
-        try:
-            child.read_nonblocking(65536, timeout=0.2)
-        except pexpect.TIMEOUT:
-            pass
-        assert "PROJECT-STATUS" not in child.screen.text()
+        # time enough for a refresh that must not happen
+        assert "PROJECT-STATUS" not in read_until(child, lambda text: "PROJECT-STATUS" in text, timeout=1.5)
     child.send("\x04")
     assert finish(child) == 0
     assert marker.exists() == (answer == "y")

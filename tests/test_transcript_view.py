@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -108,7 +107,7 @@ pexpect = pytest.importorskip("pexpect")
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_ctrl_o_and_slash_transcript_expand_a_folded_bash_output(cli, fake_anthropic) -> None:
-    from tests.test_repl_pty import finish, spawn, wait_screen
+    from tests.test_repl_pty import finish, read_until, spawn, wait_screen
 
     command = "for i in $(seq 1 15); do echo numbered-$i; done"
     thinking = "\n".join(f"thought {i}" for i in range(1, 10)) + "\nthe hidden conclusion"
@@ -125,13 +124,7 @@ def test_ctrl_o_and_slash_transcript_expand_a_folded_bash_output(cli, fake_anthr
     screen = wait_screen(child, "end of transcript")
     assert "numbered-12" in screen and "the hidden conclusion" in screen
     child.send("\x0c")  # Ctrl-L clears the screen: what follows must be new output
-    deadline = time.monotonic() + 30
-    while "end of transcript" in child.screen.text() and time.monotonic() < deadline:
-        try:
-            child.read_nonblocking(4096, timeout=0.1)
-        except pexpect.TIMEOUT:
-            pass
-    assert "end of transcript" not in child.screen.text()
+    assert "end of transcript" not in read_until(child, lambda text: "end of transcript" not in text)
     child.send("/transcript all\r")
     screen = wait_screen(child, "end of transcript")
     assert "> count" in screen and "numbered-15" in screen
