@@ -12,6 +12,7 @@ escape sequences cannot clear or repaint the screen.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tools.permissions import REJECT_MESSAGE
@@ -22,6 +23,11 @@ REJECT_WITH_FEEDBACK = (
     "edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
 )
 CHOICES = ("once", "always", "deny")
+
+
+# One escape sequence: CSI (colours, cursor moves, clears), OSC (titles, hyperlinks), DCS, or a lone ESC + char.
+ESCAPE_SEQUENCE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|P[^\x1b]*(\x1b\\)?|[@-Z\\-_]|.)?",
+                             re.S)
 
 
 def visible(text: str) -> str:

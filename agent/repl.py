@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import re
 import signal
 import sys
 import time
@@ -51,7 +50,7 @@ from agent.image_input import (
 )
 from agent.live_area import AppLiveArea
 from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
-from agent.permission_menu import menu_lines, rejection, visible
+from agent.permission_menu import ESCAPE_SEQUENCE, menu_lines, rejection, visible
 from agent.render import Renderer, make_console
 from agent.repl_keys import repl_key_bindings
 from agent.repl_state import (
@@ -221,13 +220,10 @@ class _TerminalProxy(StdoutProxy):
         write_and_flush()
         if rows_below > 0:
             width = max(1, app.output.get_size().columns)
-            rows = sum(1 + (len(_ANSI_SEQ.sub("", line)) - 1) // width if line else 1
+            rows = sum(1 + (len(ESCAPE_SEQUENCE.sub("", line)) - 1) // width if line else 1
                        for line in text.split("\n")[:-1])
             renderer._min_available_height = max(1, rows_below - rows)  # noqa: SLF001
         app._redraw()  # noqa: SLF001 - the public invalidate() would draw later, after the next key
-
-
-_ANSI_SEQ = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])")
 
 
 @dataclass

@@ -26,6 +26,7 @@ from typing import Any
 from prompt_toolkit.formatted_text import ANSI, to_formatted_text
 
 from agent.live_area import merge_fragments
+from agent.permission_menu import ESCAPE_SEQUENCE
 from services.trace import trace
 
 TIMEOUT = 5.0  # seconds a status command may take
@@ -34,8 +35,6 @@ MAX_LINES = 3
 MIN_INTERVAL = 0.3  # seconds between two runs (Claude Code: at most every 300 ms)
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
-_ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|P[^\x1b]*(\x1b\\)?|[@-Z\\-_]|.)?",
-                     re.S)
 _BIDI = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"))
 
 
@@ -46,7 +45,7 @@ def sanitize(raw: str, width: int = 200) -> list[tuple[str, str]]:
     for line in raw.replace("\r\n", "\n").split("\n")[:MAX_LINES]:
         kept: list[str] = []
         pos = 0
-        for m in _ESCAPE.finditer(line):
+        for m in ESCAPE_SEQUENCE.finditer(line):
             kept.append(line[pos:m.start()])
             if _SGR.fullmatch(m.group(0)):
                 kept.append(m.group(0))

@@ -343,6 +343,14 @@ def _assert_text_then_image(blocks: list[dict], text: str, size: tuple[int, int]
     assert decoded(blocks[1]).size == size
 
 
+def _answered_then_exit(child, answer: str) -> None:
+    """The answer is shown, the prompt is idle again, Ctrl-D exits with 0."""
+    wait_screen(child, answer)
+    wait_screen(child, IDLE)
+    child.send("\x04")
+    assert finish(child) == 0
+
+
 @posix_only
 def test_terminal_a_dropped_path_becomes_an_image_then_resume_sends_it(cli, fake_anthropic) -> None:
     shot = write_png(Path(cli.cwd) / "my shot.png", (21, 13))
@@ -354,19 +362,13 @@ def test_terminal_a_dropped_path_becomes_an_image_then_resume_sends_it(cli, fake
     child.send("what is this?")
     wait_screen(child, "> [Image #1] what is this?")
     child.send("\r")
-    wait_screen(child, "It is a red rectangle.")
-    wait_screen(child, IDLE)
-    child.send("\x04")
-    assert finish(child) == 0
+    _answered_then_exit(child, "It is a red rectangle.")
     _assert_text_then_image(_prompt_blocks(fake_anthropic.requests[0]), "[Image #1] what is this?", (21, 13))
 
     child = spawn(cli, "-c")  # the image is in the transcript: the resumed history is sent whole
     assert "Resumed session" in child.before
     child.send("and now?\r")
-    wait_screen(child, "Still red.")
-    wait_screen(child, IDLE)
-    child.send("\x04")
-    assert finish(child) == 0
+    _answered_then_exit(child, "Still red.")
     sent = fake_anthropic.requests[1].messages
     _assert_text_then_image(sent[0]["content"], "[Image #1] what is this?", (21, 13))
     assert sent[-1]["content"][-1]["text"] == "and now?"
@@ -390,10 +392,7 @@ def test_terminal_ctrl_v_pastes_the_clipboard_image(cli, fake_anthropic, tmp_pat
     child.send("\x16")
     wait_screen(child, "> look: [Image #1]")
     child.send("thoughts?\r")
-    wait_screen(child, "A small red image.")
-    wait_screen(child, IDLE)
-    child.send("\x04")
-    assert finish(child) == 0
+    _answered_then_exit(child, "A small red image.")
     _assert_text_then_image(_prompt_blocks(fake_anthropic.requests[0]), "look: [Image #1] thoughts?", (9, 7))
 
 
@@ -416,10 +415,7 @@ def test_terminal_a_queued_line_keeps_its_image_and_text_pastes_stay_text(cli, f
         child.send("\r")  # queued while the first turn runs
         wait_screen(child, "queued: [Image #1] and")
         gate.set()
-        wait_screen(child, "Saw the image.")
-        wait_screen(child, IDLE)
-        child.send("\x04")
-        assert finish(child) == 0
+        _answered_then_exit(child, "Saw the image.")
     finally:
         gate.set()
     _wait_requests(fake_anthropic, 2)

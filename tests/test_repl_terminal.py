@@ -101,11 +101,21 @@ class Tmux:
         self._run([*self.sock, "kill-server"], capture_output=True)
 
 
-def _tmux_env(cli) -> dict[str, str]:
-    """What the agent needs, passed through `env -i` (tmux starts its shell with the server's environment)."""
+def _tmux_agent(cli, name: str, size: tuple[int, int]) -> Tmux:
+    """The agent in a tmux window, its prompt reading. Keys typed before the prompt reads arrive in cooked mode
+    (Enter would be a newline), so this waits for the idle toolbar. The environment goes through `env -i`
+    (tmux starts its shell with the server's environment): only what the agent needs."""
     env = cli.env(True, TERM="xterm-256color")
-    return {k: v for k, v in env.items() if k in ("PATH", "HOME", "TERM", "LANG", "LC_ALL", "PYTHONPATH")
-            or k.startswith(("AGENT", "ANTHROPIC", "API_"))}
+    env = {k: v for k, v in env.items() if k in ("PATH", "HOME", "TERM", "LANG", "LC_ALL", "PYTHONPATH")
+           or k.startswith(("AGENT", "ANTHROPIC", "API_"))}
+    tm = Tmux(f"{name}-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], size)
+    try:
+        tm.wait("Ctrl-D exits")
+        tm.wait(IDLE)
+    except BaseException:
+        tm.close()
+        raise
+    return tm
 
 
 @pytest.mark.skipif(not __import__("shutil").which("tmux"), reason="needs tmux")
@@ -113,11 +123,8 @@ def test_a_resize_while_text_streams_leaves_no_artefacts(cli, fake_anthropic) ->
     gate = threading.Event()
     para = " ".join(f"word{i}" for i in range(60))
     fake_anthropic.reply(f"{para}\n\nA second paragraph that is still open", gate=gate, fragment=10000)
-    env = _tmux_env(cli)
-    tm = Tmux(f"agent-resize-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (40, 120))
+    tm = _tmux_agent(cli, "agent-resize", (40, 120))
     try:
-        tm.wait("Ctrl-D exits")
-        tm.wait(IDLE)  # keys typed before the prompt reads arrive in cooked mode: Enter would be a newline
         tm.keys("go", "Enter")
         tm.wait("A second paragraph")
         for rows, cols in ((30, 80), (24, 60), (40, 120), (35, 100)):
@@ -145,11 +152,8 @@ def test_a_long_streamed_reply_lands_whole_and_in_order_while_keys_are_typed(cli
     reply = "\n\n".join("\n".join(rows[i:i + 2]) for i in range(0, len(rows), 2)) + "\n\nALL DONE"
     fake_anthropic.reply(reply, fragment=40, pace=0.01)
     fake_anthropic.text("Queued one answered.")
-    env = _tmux_env(cli)
-    tm = Tmux(f"agent-stream-{os.getpid()}", env, str(cli.cwd), [sys.executable, "-m", "agent"], (30, 100))
+    tm = _tmux_agent(cli, "agent-stream", (30, 100))
     try:
-        tm.wait("Ctrl-D exits")
-        tm.wait(IDLE)  # keys typed before the prompt reads arrive in cooked mode: Enter would be a newline
         tm.keys("go", "Enter")
         tm.wait("row 010")
         for ch in "typedwhilestreaming":
