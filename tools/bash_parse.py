@@ -333,8 +333,11 @@ def parse_command(command: str, home: str | None = None) -> ParsedCommand:
     root = tree.root_node
     if root.has_error:
         walker.problem("the command does not parse")
-    for child in root.named_children:
-        walker.statement(child)
+    try:
+        for child in root.named_children:
+            walker.statement(child)
+    except RecursionError:
+        walker.problem("the command nests too deep to check")
     if "\x00" in command:
         walker.problem("the command contains a NUL byte")
     return walker.out

@@ -109,12 +109,16 @@ def _copy_like(args: list[Word], e: Effects, short: str, long: str, link: bool =
 
 def _cp(args: list[Word], e: Effects) -> None:
     o = _copy_like(args, e, "St", "--suffix --target-directory --backup --sparse --reflink --preserve")
-    if o.has("-s", "--symbolic-link", "-l", "--link"):
-        e.files[:] = [FileUse(f.word, "link") for f in e.files]
+    if o.has("-s", "--symbolic-link", "-l", "--link", "-r", "-R", "--recursive", "-a", "--archive", "-P",
+             "--no-dereference", "-d"):
+        e.files[:] = [FileUse(f.word, "link") for f in e.files]  # makes links, or copies them as links
+    if o.has("-r", "-R", "--recursive", "-a", "--archive"):
+        for d in o.values("-t", "--target-directory") or o.pos[-1:]:
+            e.write(d, "tree")  # a copied tree may bring a `.git/` or `.claude/` with it
 
 
 def _mv(args: list[Word], e: Effects) -> None:
-    o = _copy_like(args, e, "St", "--suffix --target-directory --backup")
+    o = _copy_like(args, e, "St", "--suffix --target-directory --backup", link=True)  # a moved link stays one
     for s in (o.pos if o.values("-t", "--target-directory") else o.pos[:-1]):
         e.write(s, "link")  # moved away: whatever was there (a link, a directory) now lives elsewhere
 
@@ -199,6 +203,8 @@ def _rsync(args: list[Word], e: Effects) -> None:
         e.read(r)
     if o.pos:
         e.write(o.pos[-1], "tree")
+        if o.has("-a", "--archive", "-l", "--links"):
+            e.write(o.pos[-1], "link")
     for s in o.pos[:-1]:
         e.read(s)
     if o.has("--remove-source-files"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tools.shell_words import UNKNOWN, Word
 
-MAX_DEPTH = 3  # `bash -c "bash -c '...'"` nesting looked into; deeper is unknown
+MAX_DEPTH = 8  # wrappers and `bash -c "bash -c ..."` nesting looked into; deeper is unknown
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "mksh", "yash", "ash"})
 # Interpreters and privilege/indirection wrappers: "always" stores the exact command only.
 INTERPRETERS = SHELLS | frozenset({
