@@ -229,26 +229,35 @@ class _Walker:
             return UNKNOWN
         return Word(f"{_text(name)}={v.value}", v.glob)
 
-    def _check_gaps(self, nodes: list[Any]) -> None:
-        """Bash splits words on blanks only; two argument nodes with nothing between them are one word the
-        grammar split (a continuation it mishandled), and a bare newline between them ends the command."""
+    def _check_newlines(self, nodes: list[Any]) -> None:
+        """Bash never continues a command over a bare newline; the grammar sometimes glues the next line
+        onto a command (`a | b | cat x<newline>rm y` parses as `cat x rm y`): that parse is refused."""
         for prev, nxt in zip(nodes, nodes[1:], strict=False):
-            raw = self.source[prev.end_byte:nxt.start_byte]
-            if raw == b"" and prev.type not in _REDIRECTS and nxt.type not in _REDIRECTS:
-                self.problem("the parser split one word in two")
-            if b"\n" in raw:
+            if b"\n" in self.source[prev.end_byte:nxt.start_byte]:
                 self.problem("the parser joined two lines into one command")
+
+    def joined_words(self, nodes: list[Any]) -> list[Word]:
+        """The words of argument nodes in source order; nodes with nothing between them are one bash word
+        the grammar split (`.e"n"\\v`), so their pieces are joined before expansion."""
+        out: list[Word] = []
+        group: list[Piece] = []
+        for i, n in enumerate(nodes):
+            group += self.pieces(n)
+            if i + 1 == len(nodes) or nodes[i + 1].start_byte != n.end_byte:
+                out += expand(group, self.home)
+                group = []
+        return out
 
     def command(self, node: Any, outer_redirects: list[Any]) -> None:
         inner_redirects = [c for c in node.named_children if c.type in _REDIRECTS]
         arg_nodes = [c for c in node.named_children
                      if c.type not in _REDIRECTS and c.type not in ("variable_assignment", "comment")]
         for r in [*inner_redirects, *outer_redirects]:
-            arg_nodes.extend(_extra_words(r))
+            arg_nodes.extend(_target_and_extras(r)[1])
         arg_nodes.sort(key=lambda n: n.start_byte)
-        self._check_gaps([c for c in node.children if c.type != "comment"])
-        self._check_gaps(arg_nodes)
-        args = [w for n in arg_nodes for w in self.words(n)]
+        self._check_newlines([c for c in node.children if c.type != "comment"])
+        self._check_newlines(arg_nodes)
+        args = self.joined_words(arg_nodes)
         self._assignments(node, bool(args))
         index = None
         if args:
@@ -276,20 +285,21 @@ class _Walker:
             self._here(node, index)
             return node.type == "herestring_redirect" and len(node.named_children) > 1
         op = "".join(_text(c) for c in node.children if not c.is_named and c.type != "file_descriptor")
-        dest = node.child_by_field_name("destination")
-        if dest is None:
+        dest_nodes, extras = _target_and_extras(node)
+        if not dest_nodes:
             self.problem("a redirection without a target")
             return False
-        if dest.type == "number" and "&" in op:
-            return bool(_extra_words(node))  # `2>&1`, `>&2`: descriptor duplication
-        target = self.word(dest)
+        if len(dest_nodes) == 1 and dest_nodes[0].type == "number" and "&" in op:
+            return bool(extras)  # `2>&1`, `>&2`: descriptor duplication
+        words = self.joined_words(dest_nodes)
+        target = words[0] if len(words) == 1 else UNKNOWN  # several words: bash's "ambiguous redirect"
         if target.value == "-" and "&" in op:
-            return bool(_extra_words(node))  # `>&-` closes
+            return bool(extras)  # `>&-` closes
         if ">" not in op:
             self.out.redirects.append(Redirect(target, index, input_only=True))
         elif target.value not in NOT_WRITES or target.glob:
             self.out.redirects.append(Redirect(target, index))
-        return bool(_extra_words(node))
+        return bool(extras)
 
     def _here(self, node: Any, index: int | None) -> None:
         cmd = self.out.commands[index] if index is not None else None
@@ -308,16 +318,44 @@ class _Walker:
                 self.word(child)
 
 
-def _extra_words(redirect: Any) -> list[Any]:
-    """tree-sitter-bash hangs the words after a redirection target on the redirection (`> f x y`); bash
-    passes them to the command."""
-    if redirect.type == "file_redirect":
-        dest = redirect.child_by_field_name("destination")
-        named = [c for c in redirect.named_children if c.type != "file_descriptor"]
-        return [c for c in named if dest is None or c.start_byte > dest.start_byte]
+def _target_and_extras(redirect: Any) -> tuple[list[Any], list[Any]]:
+    """A redirection's target (the nodes of its one word) and the words after it. tree-sitter-bash hangs
+    the words after a redirection target on the redirection (`> f x y`); bash passes them to the command."""
     if redirect.type == "herestring_redirect":
-        return list(redirect.named_children[1:])
-    return []
+        return list(redirect.named_children[:1]), list(redirect.named_children[1:])
+    if redirect.type != "file_redirect":
+        return [], []
+    dest = redirect.child_by_field_name("destination")
+    named = [c for c in redirect.named_children if c.type != "file_descriptor"]
+    if dest is None:
+        return [], []
+    after = [c for c in named if c.start_byte >= dest.start_byte]
+    target = after[:1]
+    for n in after[1:]:
+        if n.start_byte != target[-1].end_byte:
+            break
+        target.append(n)
+    return target, after[len(target):]
+
+
+_WORDLIKE = frozenset({"word", "string", "raw_string", "concatenation", "simple_expansion", "expansion",
+                       "command_substitution", "process_substitution", "ansi_c_string", "number",
+                       "translated_string", "brace_expression", "command_name", "arithmetic_expansion"})
+
+
+def _split_words(root: Any) -> bool:
+    """Two word nodes side by side with nothing between them, outside a concatenation: bash reads one
+    word there, the grammar two (`.e"n"\\v`). Walked without recursion: the tree may be deep."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        children = node.children
+        if node.type not in ("concatenation", "string", "translated_string", "command", "file_redirect"):
+            for prev, nxt in zip(children, children[1:], strict=False):
+                if prev.type in _WORDLIKE and nxt.type in _WORDLIKE and prev.end_byte == nxt.start_byte:
+                    return True
+        stack.extend(children)
+    return False
 
 
 def parse_command(command: str, home: str | None = None) -> ParsedCommand:
@@ -333,6 +371,8 @@ def parse_command(command: str, home: str | None = None) -> ParsedCommand:
     root = tree.root_node
     if root.has_error:
         walker.problem("the command does not parse")
+    if _split_words(root):
+        walker.problem("the parser split one word in two where it cannot be joined")
     try:
         for child in root.named_children:
             walker.statement(child)

@@ -353,6 +353,15 @@ class PermissionGate:
         contents = [r.content for r in rules if r.covers("Bash") and r.content is not None]
         return allowed_by_rules(parsed, contents, harmless_runs(parsed, self._scope(ctx)))
 
+    def _bash_reasons(self, parsed: Analysis, ctx: ToolContext) -> list[str]:
+        """The line's path reasons, worked out once per call (the secret check and the write check share them)."""
+        key = (id(parsed), str(ctx.session.cwd))
+        memo = getattr(self, "_reasons_memo", None)
+        if memo is None or memo[0] != key:
+            memo = (key, bash_reasons(parsed, self._scope(ctx)))
+            self._reasons_memo = memo
+        return list(memo[1])
+
     def _scope(self, ctx: ToolContext) -> Scope:
         home = self._home()
         return Scope(Path(ctx.session.cwd), self._dirs(ctx), self._read_dirs(ctx), is_protected,
@@ -366,7 +375,7 @@ class PermissionGate:
         if target and target[0] == "path" and not tool.is_read_only(input):
             paths.append(target[1])
         if parsed is not None:
-            reasons.extend(r for r in bash_reasons(parsed, self._scope(ctx)) if not r.startswith(SECRET))
+            reasons.extend(r for r in self._bash_reasons(parsed, ctx) if not r.startswith(SECRET))
         for p in paths:
             real = real_path(ctx.resolve(p))
             if not _inside(real, self._dirs(ctx)):
@@ -386,7 +395,7 @@ class PermissionGate:
 
     def _secret(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: Analysis | None = None) -> str | None:
         if parsed is not None:
-            found = [r[len(SECRET):] for r in bash_reasons(parsed, self._scope(ctx)) if r.startswith(SECRET)]
+            found = [r[len(SECRET):] for r in self._bash_reasons(parsed, ctx) if r.startswith(SECRET)]
             return found[0] if found else None
         recursive = tool.name in ("Grep", "Glob", "LS")
         paths = _read_paths(tool, input) if tool.is_read_only(input) else []

@@ -17,7 +17,9 @@ PREFIX_RULES = ["Bash(cp:*)", "Bash(mv:*)", "Bash(install:*)", "Bash(ln:*)", "Ba
                 "Bash(ls:*)", "Bash(sed:*)", "Bash(awk:*)", "Bash(dd:*)", "Bash(curl:*)", "Bash(wget:*)",
                 "Bash(touch:*)", "Bash(mkdir:*)", "Bash(rm:*)", "Bash(xargs:*)", "Bash(truncate:*)",
                 "Bash(rsync:*)", "Bash(split:*)", "Bash(unzip:*)", "Bash(patch:*)", "Bash(git status:*)",
-                "Bash(timeout:*)", "Bash(nice:*)", "Bash(cd:*)", "Bash(uniq:*)", "Bash(chmod:*)", "Bash(git:*)"]
+                "Bash(timeout:*)", "Bash(nice:*)", "Bash(cd:*)", "Bash(uniq:*)", "Bash(chmod:*)", "Bash(git:*)",
+                "Bash(true:*)", "Bash(install:*)", "Bash(gzip:*)", "Bash(time:*)", "Bash(env:*)", "Bash(nohup:*)",
+                "Bash(stdbuf:*)", "Bash(command:*)"]
 
 
 def make_project(tmp_path: Path) -> ToolContext:

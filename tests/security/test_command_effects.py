@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.security.bash_gate import PREFIX_RULES, decide, make_project
+from tools.base import ToolContext
 from tools.bash_checks import analyze
 from tools.bash_rules import always_rule_content
-from tools.base import ToolContext
 
 
 @pytest.fixture
