@@ -208,6 +208,8 @@ def _use_reasons(use: Use, scope: Scope, where: list[str | None],
         if writing:
             return [f"writes to files matching {word.value}, known only when it runs"]
         return [f"reads files matching {word.value} near secrets"] if _near_secrets(word.value or "", scope) else []
+    if writing and (word.value or "").startswith("~"):
+        return [f"writes {word.value}, which the program itself may read as a home directory"]
     reals = _resolve(word, where, use.cwd_moved)
     if reals is None:
         what = "writes" if writing else "reads"

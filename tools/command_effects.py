@@ -135,7 +135,21 @@ def _install(args: list[Word], e: Effects) -> None:
 
 
 def _ln(args: list[Word], e: Effects) -> None:
-    _copy_like(args, e, "St", "--suffix --target-directory --backup", link=True)
+    """The link, and what it points at: a write through it later writes there (a hard link shares the
+    file itself), so a link to a place outside the project or to a protected path asks now."""
+    o = _copy_like(args, e, "St", "--suffix --target-directory --backup", link=True)
+    targets = o.values("-t", "--target-directory")
+    sources = o.pos if targets else o.pos[:-1]
+    dests = targets or o.pos[-1:]
+    symbolic = o.has("-s", "--symbolic")
+    for s in sources:
+        e.write(s)
+        if symbolic and s.value is not None and not s.value.startswith("/"):
+            for d in dests:  # a relative link target is relative to the link's own directory
+                base = d.value.rstrip("/") if d.value is not None else None
+                e.write(UNKNOWN if base is None else Word(f"{base}/{s.value}", d.glob or s.glob))
+                if base is not None and "/" in base:
+                    e.write(Word(f"{base.rsplit('/', 1)[0]}/{s.value}", d.glob or s.glob))
 
 
 def _all_positionals(access: str, short: str = "", long: str = "", skip: int = 0,
@@ -257,7 +271,7 @@ def _awk(args: list[Word], e: Effects) -> None:
         e.runs_code.append("awk runs a program file the text does not show")
     for p in programs:
         text = p.value
-        if text is None or re.search(r"system|\||getline|@load|ENVIRON|PROCINFO", text) or (
+        if text is None or re.search(r"system|\||getline|@|ENVIRON|PROCINFO", text) or (
                 ">" in text and "print" in text):
             e.runs_code.append("the awk program may run commands or write files")
             break
@@ -286,6 +300,8 @@ def _tar(args: list[Word], e: Effects) -> None:
         (e.write if create else e.read)(a)
     for w in o.values("--index-file", "--volno-file"):
         e.write(w)
+    for r in o.values("-T", "--files-from", "-X", "--exclude-from"):
+        e.read(r)
     if o.has("-x", "--extract", "--get"):
         base = (o.values("-C", "--directory") or [Word(".")])[-1]
         e.write(base, "tree")

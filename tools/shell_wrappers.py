@@ -77,9 +77,13 @@ WRAPPERS: dict[str, Grammar] = {
     "taskset": _g(flags="ac", positionals=1, transparent=False),
     "chroot": _g(positionals=1, long_with_arg="--userspec --groups", transparent=False),
     "unbuffer": _g(flags="p"),
-    "flock": _g(flags="sxnuoFv", with_arg="wE", positionals=1, transparent=False),
     "watch": _g(flags="bcdeghtxpr", with_arg="nqs", transparent=False),
+    "flock": _g(flags="sxnuoFv", with_arg="wE", positionals=1, transparent=False),
 }
+# Commands that run their words as a shell command line.
+_TEXT_AS_CODE = frozenset({"eval", "trap", "watch"})
+# Commands that run commands the line does not show (`parallel rm ::: a`): under a deny rule, they ask.
+RUNS_UNSEEN = frozenset({"parallel", "fc", "enable", "sem"})
 # Options whose argument is a command line for `sh -c`.
 _SHELL_STRING_OPTION = {"su": ("-c", "--command"), "script": ("-c", "--command"), "flock": ("-c", "--command"),
                         "runuser": ("-c", "--command"), "sg": ("-c",)}
@@ -116,7 +120,7 @@ def runs(args: list[Word], home: str | None = None, depth: int = 0) -> tuple[lis
     inner: list[list[Word]] = []
     transparent = False
     moved = False
-    if name in WRAPPERS:
+    if name in WRAPPERS and name != "watch":
         start = _command_start(args, WRAPPERS[name])
         transparent = WRAPPERS[name].transparent
         moved = any(a.value is not None and a.value.startswith(("-C", "--chdir", "-D")) for a in args[1:start or 1])
@@ -129,6 +133,10 @@ def runs(args: list[Word], home: str | None = None, depth: int = 0) -> tuple[lis
         problems += _unsafe_assignments(args[1:start] if start else args[1:])
     elif name in SHELLS or name in _SHELL_STRING_OPTION:
         inner = _shell_strings(args, name, home, problems, depth)
+    elif name in _TEXT_AS_CODE:
+        inner = _text_as_code(args, name, home, problems, depth)
+    elif name in RUNS_UNSEEN:
+        inner = [[UNKNOWN]]
     elif name == "find":
         inner = _find_exec(args)
     for words in inner:
@@ -137,9 +145,23 @@ def runs(args: list[Word], home: str | None = None, depth: int = 0) -> tuple[lis
             run.transparent = run.transparent and transparent
             run.cwd_moved = run.cwd_moved or moved
             out.append(run)
-    if name == "watch" and inner:
-        problems.append("watch runs its words as a shell command line")
     return out, problems
+
+
+def _text_as_code(args: list[Word], name: str | None, home: str | None, problems: list[str],
+                  depth: int) -> list[list[Word]]:
+    """`eval a b` and `watch a b` run their words joined by spaces; `trap 'cmd' SIG` runs its first word."""
+    words = args[1:]
+    if name == "trap":
+        words = [w for w in words if w.value != "--"][:1]
+        if words and words[0].value is not None and words[0].value.startswith("-"):
+            return []  # `trap -p`, `trap -l`
+    elif name == "watch":
+        start = _command_start(args, WRAPPERS["watch"])
+        words = args[start:] if start is not None else [UNKNOWN]
+    if any(w.value is None or w.glob for w in words):
+        return [[UNKNOWN]]
+    return _parse_inner(" ".join(w.value or "" for w in words), home, problems, depth) if words else []
 
 
 def _command_start(args: list[Word], g: Grammar) -> int | None:

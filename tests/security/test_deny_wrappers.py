@@ -31,7 +31,8 @@ DENIED = [
     "bash -c 'bash -c \"rm f\"'", "sh -c 'ls; rm f'", "sh -c 'echo $(rm f)'", "timeout 5 bash -c 'nice rm f'",
     "ls && rm f", "ls | xargs rm", "echo $(rm f)", "(rm f)", "{ rm f; }", "if true; then rm f; fi",
     "ionice -c 3 rm f", "setsid rm f", "chrt 5 rm f", "taskset 1 rm f", "flock /tmp/l rm f", "su -c 'rm f'",
-    "unbuffer rm f", "watch rm f", "nice env timeout 5 command rm f",
+    "unbuffer rm f", "watch rm f", "watch -n 1 'rm f'", "nice env timeout 5 command rm f", "eval 'rm f'",
+    "eval rm f", "command eval 'ls; rm f'", "trap 'rm f' EXIT", "trap -- 'rm f' EXIT", r"bash -c 'eval rm\ f'",
 ]
 
 
@@ -45,7 +46,7 @@ async def test_deny_rule_reaches_the_command(command: str, ctx: ToolContext) -> 
 UNKNOWN_NAMES = [
     "$(echo rm) f", "`echo rm` f", "$CMD f", "${CMD} f", "\"$X\" f", "r?m f", "/bin/r* f", "env $C f",
     "timeout 5 $C f", "xargs $C", "bash -c \"$S\"", "sh -c $S", "env --frobnicate rm f", "nice -x rm f",
-    "find . -exec $C {} \\;", "env -S \"$S\"",
+    "find . -exec $C {} \\;", "env -S \"$S\"", "parallel rm ::: a", "eval \"$X\"", "trap \"$X\" EXIT",
 ]
 
 
