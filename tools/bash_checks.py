@@ -30,6 +30,7 @@ READERS = frozenset({"cat", "head", "tail", "less", "more", "ls", "find", "wc", 
                      "source", ".", "grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "sed", "paste", "comm",
                      "join", "fold", "fmt", "iconv", "zcat", "bzcat", "xzcat", "gzip", "tr", "column", "cp",
                      "rsync", "scp", "tar", "zip", "curl"})
+_LISTERS = frozenset({"ls", "find", "rg", "ag", "du", "tree"})
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "awk", "gawk", "sed"})
 
 
@@ -76,7 +77,7 @@ def _analyze(command: str, home: str | None) -> Analysis:
             e = effects(run.args)
             out.runs_code.extend(e.runs_code)
             out.uses.extend(Use(f, index, run.cwd_moved) for f in e.files)
-            access = "read-tree" if _recursive(run) else "read"
+            access = "read-tree" if _recursive(run) or run.name == "git" else "read"
             out.uses.extend(Use(FileUse(w, access), index, run.cwd_moved) for w in _read_args(run))
     for r in parsed.redirects:
         access = "read" if r.input_only else "write"
@@ -93,13 +94,29 @@ def _recursive(run: Run) -> bool:
 
 
 def _read_args(run: Run) -> list[Word]:
-    """The path arguments of a command that reads files (its options and a search pattern left out)."""
+    """The path arguments of a command that reads files (its options and a search pattern left out); a
+    lister or searcher with none reads the directory it runs in."""
+    if run.name == "git":
+        return _git_dirs(run)
     if run.name not in READERS:
         return []
     words = [a for a in run.args[1:] if a.value is None or not a.value.startswith("-")]
     if run.name in _PATTERN_FIRST and not any(a.value in ("-e", "-f", "--regexp", "--file") for a in run.args):
         words = words[1:]
+    if not words and (run.name in _LISTERS or _recursive(run)):
+        words = [Word(".")]
     return words
+
+
+def _git_dirs(run: Run) -> list[Word]:
+    """`git -C DIR`: git reads that tree and runs that repository's configuration."""
+    out = []
+    for i, a in enumerate(run.args[1:-1], start=1):
+        if a.value is not None and not a.value.startswith("-") and run.args[i - 1].value not in ("-C", "-c"):
+            break
+        if a.value == "-C":
+            out.append(run.args[i + 1])
+    return out
 
 
 # -- the checks that need the place -------------------------------------------------------------------
@@ -233,7 +250,7 @@ def _real_reasons(real: str, access: str, scope: Scope) -> list[str]:
         return out
     if not inside(real, scope.write_dirs):
         out.append(f"writes outside the working directory ({real})")
-    elif scope.protected(real) or (access == "tree" and _holds_protected(real, scope)):
+    elif _protected(real, scope) or (access == "tree" and _holds_protected(real, scope)):
         out.append(f"writes a protected path ({real}): configuration that runs code or grants trust")
     return out
 
@@ -244,7 +261,12 @@ def _holds_protected(real: str, scope: Scope) -> bool:
         names = os.listdir(real)
     except OSError:
         return False
-    return any(scope.protected(os.path.join(real, n)) for n in names)
+    return any(_protected(os.path.join(real, n), scope) for n in names)
+
+
+def _protected(real: str, scope: Scope) -> bool:
+    """Protected names compared without case too: `.GIT/hooks` is `.git/hooks` on a case-insensitive disk."""
+    return scope.protected(real) or scope.protected(real.lower())
 
 
 def _through_link(real: str, index: int, links: list[tuple[int, str | None]]) -> list[str]:

@@ -314,6 +314,16 @@ class _Walker:
                 for part in child.named_children:
                     if part.type in ("command_substitution", "expansion", "arithmetic_expansion"):
                         self._dynamic(part)
+            elif child.type == "file_redirect":
+                # `cat <<EOF > out x`: the grammar hangs the rest of the line on the here-document
+                self._redirect(child, index)
+                extras = self.joined_words(_target_and_extras(child)[1])
+                if extras and cmd is not None:
+                    cmd.args.extend(extras)
+                elif extras:
+                    self.problem("words after a redirection of a compound command")
+            elif child.type in _RECURSE or child.type in ("command", "redirected_statement"):
+                self.statement(child)  # `cat <<EOF | sh`, `cat <<EOF && rm x`
             elif child.type not in ("heredoc_start", "heredoc_end"):
                 self.word(child)
 

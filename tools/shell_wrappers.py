@@ -253,6 +253,8 @@ def _shell_strings(args: list[Word], name: str | None, home: str | None, problem
             i += 1
         else:
             break
+    if not has_c and name in SHELLS and (i >= len(args) or args[i].value == "-"):
+        return [[UNKNOWN]]  # `... | sh`: the commands come from input the line does not show
     if not has_c or i >= len(args):
         return []
     word = args[i]

@@ -47,6 +47,7 @@ UNKNOWN_NAMES = [
     "$(echo rm) f", "`echo rm` f", "$CMD f", "${CMD} f", "\"$X\" f", "r?m f", "/bin/r* f", "env $C f",
     "timeout 5 $C f", "xargs $C", "bash -c \"$S\"", "sh -c $S", "env --frobnicate rm f", "nice -x rm f",
     "find . -exec $C {} \\;", "env -S \"$S\"", "parallel rm ::: a", "eval \"$X\"", "trap \"$X\" EXIT",
+    "echo 'rm f' | sh", "cat <<EOF | bash\nrm f\nEOF", "bash -s < cmds.txt", "sh - < cmds.txt",
 ]
 
 
