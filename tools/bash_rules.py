@@ -75,6 +75,30 @@ def deny_matches(content: str, analysis: Analysis) -> bool:
     return any(words_match(content, run_words(run), unknown_tail=True) for run in analysis.all_runs())
 
 
+def _could_match(content: str, words: list[str | None]) -> bool:
+    """Whether the rule would match for some value of the unknown words (`rm $X` against `rm -rf:*`)."""
+    if None not in words:
+        return False
+    content = content.strip()
+    prefix_form = content.endswith(":*") or content.endswith(" *")
+    if "*" in content and not prefix_form:
+        return True  # a wildcard in the middle: an unknown word may fill it
+    wanted = _split_rule(content[:-2] if prefix_form else content)
+    if wanted is None:
+        return True
+    for i, w in enumerate(words):
+        if w is None:
+            return True  # an unquoted unknown word may split into any words, or none
+        if i >= len(wanted) or w != wanted[i]:
+            return False
+    return False
+
+
+def deny_may_match(content: str, analysis: Analysis) -> bool:
+    """Some command of the line may be the one a deny rule names, once its unknown words are known."""
+    return any(_could_match(content, run_words(run)) for run in analysis.all_runs())
+
+
 def _chain_allowed(chain: list[Run], contents: list[str], code: bool) -> bool:
     """One simple command is allowed when a rule matches it, or when it is a transparent wrapper
     (`timeout 5`, `nice`, `nohup`...) and rules match every command it runs."""
@@ -127,5 +151,6 @@ def always_rule_content(command: str, home: str | None = None) -> str | None:
     return f"{shlex.quote(first)}:*"
 
 
-__all__ = ["SUBCOMMAND_TOOLS", "Word", "allowed_by_rules", "always_rule_content", "deny_matches", "rule_matches",
+__all__ = ["SUBCOMMAND_TOOLS", "Word", "allowed_by_rules", "always_rule_content", "deny_matches", "deny_may_match",
+           "rule_matches",
            "words_match"]

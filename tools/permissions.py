@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tools.base import Tool, ToolContext
-from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs, unknown_names
+from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs
 from tools.bash_checks import reasons as bash_reasons
-from tools.bash_rules import allowed_by_rules, always_rule_content, deny_matches
+from tools.bash_rules import allowed_by_rules, always_rule_content, deny_matches, deny_may_match
 
 REJECT_MESSAGE = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
@@ -476,11 +476,13 @@ class PermissionGate:
         return self._allowed_by_env()
 
     def _unknown_under_deny(self, deny_rules: list[Rule], parsed: Analysis | None) -> str | None:
-        """A command named by a word only known when it runs may be a denied one: the line asks."""
-        if parsed is None or not unknown_names(parsed):
+        """A command with words only known when it runs may be a denied one (`$(echo rm) f`, `rm $X`
+        under `Bash(rm -rf:*)`): the line asks."""
+        if parsed is None:
             return None
-        if any(r.covers("Bash") and r.content is not None for r in deny_rules):
-            return "runs a command known only when it runs, and a deny rule is in force"
+        for rule in deny_rules:
+            if rule.covers("Bash") and rule.content is not None and deny_may_match(rule.content, parsed):
+                return f"may run a command the deny rule {rule} covers, once its unknown words are known"
         return None
 
     async def _question(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, reasons: list[str],

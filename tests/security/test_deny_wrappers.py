@@ -60,6 +60,14 @@ async def test_unknown_command_under_a_deny_rule_asks(command: str, ctx: ToolCon
             assert request is not None and request.always_rule is None
 
 
+@pytest.mark.parametrize("command", ["rm $X", "rm \"$X\"", "$R -rf x", "rm $(echo -rf) x", "timeout 5 rm $F"])
+async def test_unknown_words_where_a_deny_rule_looks_ask(command: str, ctx: ToolContext) -> None:
+    outcome, _ = await decide(command, ctx, ["Bash"], mode="bypassPermissions", deny=["Bash(rm -rf:*)"])
+    assert outcome == "ask", command
+    assert (await decide("echo x $X", ctx, ["Bash"], deny=["Bash(echo -n:*)"]))[0] == "allow"
+    assert (await decide("echo $X", ctx, ["Bash"], deny=["Bash(echo -n:*)"]))[0] == "ask"
+
+
 async def test_unknown_command_without_deny_rules_follows_the_mode(ctx: ToolContext) -> None:
     assert (await decide("$(echo ls)", ctx, [], mode="bypassPermissions"))[0] == "allow"
     assert (await decide("$(echo ls)", ctx, ["Bash(ls:*)"]))[0] == "ask"
