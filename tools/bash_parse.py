@@ -30,6 +30,9 @@ from tools.shell_words import (
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "busybox", "mksh", "yash", "ash"})
 SAFE_ASSIGNMENTS = frozenset({"LANG", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "FORCE_COLOR", "CI", "TERM",
                               "COLUMNS", "PYTHONUNBUFFERED", "RUST_BACKTRACE", "DEBUG"})
+# Shell keywords: where the grammar puts one in a command's place, it has misread a compound command.
+RESERVED = frozenset({"{", "}", "(", ")", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
+                      "case", "esac", "select", "function", "!", "[[", "]]", "in"})
 NOT_WRITES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _PLAIN_EXPANSION = re.compile(r"\$\{#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}\Z")
 _PLAIN_ARITH = re.compile(r"\$\(\([0-9\s+\-*/%()<>=!&|^~]*\)\)\Z")
@@ -263,6 +266,8 @@ class _Walker:
         if args:
             if args[0].value is None or args[0].glob:
                 self.problem("the command name is only known when it runs")
+            elif args[0].value in RESERVED:
+                self.problem(f"the keyword {args[0].value} where a command should be (the grammar misread the line)")
             elif args[0].value == "eval":
                 self.problem("eval runs text as a command")
             index = len(self.out.commands)

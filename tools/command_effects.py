@@ -178,6 +178,17 @@ def _option_paths(write: tuple[str, ...], short: str, long: str, read: tuple[str
     return handler
 
 
+def _sort(args: list[Word], e: Effects) -> None:
+    o = parse_options(args, "kotTS", "--output --key --field-separator --temporary-directory --buffer-size "
+                                      "--files0-from --compress-program --random-source")
+    for w in o.values("-o", "--output"):
+        e.write(w)
+    for r in o.values("--files0-from", "--random-source"):
+        e.read(r)
+    if o.has("--compress-program"):
+        e.runs_code.append("sort --compress-program runs a program")
+
+
 def _dd(args: list[Word], e: Effects) -> None:
     for a in args:
         if a.value is None:
@@ -363,11 +374,26 @@ def _curl(args: list[Word], e: Effects) -> None:
         e.read(r)
     if o.has("-K", "--config"):
         e.runs_code.append("curl --config takes options from a file the text does not show")
+    if o.has("-J", "--remote-header-name"):
+        e.write(UNKNOWN)  # the server names the file
+    elif o.has("-O", "--remote-name", "--remote-name-all"):
+        base = (o.values("--output-dir") or [Word(".")])[-1]
+        for url in o.pos + o.values("--url"):
+            e.write(_url_file(base, url))
     for d in o.values("-d", "--data", "--data-binary", "--data-urlencode", "-F", "--form", "-b", "--cookie",
                       "-H", "--header"):
         m = re.search(r"[@<]([^;,]+)", d.value or "@")
         if m:
             e.read(Word(m.group(1), d.glob) if d.value is not None else UNKNOWN)
+
+
+def _url_file(base: Word, url: Word) -> Word:
+    """The file a download names after its URL: the last path segment (`index.html` when empty)."""
+    if url.value is None or base.value is None:
+        return UNKNOWN
+    path = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]*", "", url.value, flags=re.I).split("?", 1)[0].split("#", 1)[0]
+    name = path.rsplit("/", 1)[-1] or "index.html"
+    return Word(f"{base.value.rstrip('/')}/{name}", url.glob or base.glob)
 
 
 def _wget(args: list[Word], e: Effects) -> None:
@@ -385,6 +411,15 @@ def _wget(args: list[Word], e: Effects) -> None:
         e.read(r)
     if o.has("-e", "--execute", "--use-askpass", "--config"):
         e.runs_code.append("wget -e/--use-askpass/--config runs commands the text does not show")
+    if o.values("-O", "--output-document"):
+        return
+    if o.has("-r", "--recursive", "-m", "--mirror", "-x", "--force-directories", "--content-disposition",
+              "-p", "--page-requisites", "-i", "--input-file"):
+        e.write(UNKNOWN)  # the server names the files
+        return
+    base = (o.values("-P", "--directory-prefix") or [Word(".")])[-1]
+    for url in o.pos:
+        e.write(_url_file(base, url))
 
 
 def _printf(args: list[Word], e: Effects) -> None:
@@ -414,6 +449,31 @@ def _strace(args: list[Word], e: Effects) -> None:
     o = parse_options(args, "abeEIoOpPsSuUX", "--output")
     for w in o.values("-o", "--output"):
         e.write(w)
+
+
+def _ssh(args: list[Word], e: Effects) -> None:
+    o = parse_options(args, "oFSiIJlLpRDbcEeKmOQWw", "")
+    opts = " ".join(v.value or "" for v in o.values("-o")).lower()
+    if any(k in opts for k in ("proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand",
+                               "match", "include")) or o.has("-F", "-S", "-J"):
+        e.runs_code.append("ssh/scp -o ProxyCommand/LocalCommand, -F, -S or -J may run a program")
+    for r in o.values("-i", "-F"):
+        e.read(r)
+
+
+def _script(args: list[Word], e: Effects) -> None:
+    o = parse_options(args, "cEIOBTm", "--command --log-in --log-out --log-io --log-timing --echo")
+    e.write(o.pos[0] if o.pos else Word("typescript"))
+    for w in o.values("-I", "-O", "-B", "-T", "--log-in", "--log-out", "--log-io", "--log-timing"):
+        e.write(w)
+
+
+def _extract(args: list[Word], e: Effects) -> None:
+    """7z, cpio, ar, jar: extracting writes the files the archive names."""
+    words = [a.value for a in args]
+    if any(w is None or w in ("x", "e", "xf", "xvf", "-x", "-i", "-id", "-idv", "-ivd", "--extract") or
+           (w.startswith("-") and "i" in w and not w.startswith("--")) for w in words[:3]):
+        e.write(UNKNOWN)
 
 
 def _xargs(args: list[Word], e: Effects) -> None:
@@ -501,11 +561,21 @@ def _git_sub(sub: str, rest: list[Word], e: Effects) -> None:
         for v in o.values("-c", "--config"):
             if not _SAFE_GIT_KEY.match((v.value or "").split("=", 1)[0]):
                 e.runs_code.append("git clone --config of a key that may run a program")
-        e.write(o.pos[1] if len(o.pos) > 1 else UNKNOWN, "tree")
-    elif sub in ("init", "worktree", "bundle") and o.pos:
+        e.write(o.pos[1] if len(o.pos) > 1 else _clone_dir(o.pos[0] if o.pos else UNKNOWN), "tree")
+    elif sub in ("worktree", "bundle") and len(o.pos) > 1 and o.pos[0].value in ("add", "create"):
+        e.write(o.pos[1], "tree")
+    elif sub == "init" and o.pos:
         e.write(o.pos[-1], "tree")
     elif sub == "apply" and o.has("--unsafe-paths", "--directory"):
         e.write(UNKNOWN)
+
+
+def _clone_dir(url: Word) -> Word:
+    """The directory `git clone URL` makes: the URL's last segment without `.git`."""
+    if url.value is None:
+        return UNKNOWN
+    name = url.value.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return Word(name[:-4] if name.endswith(".git") else name, url.glob)
 
 
 def _git_config(rest: list[Word], e: Effects) -> None:
@@ -543,7 +613,8 @@ TABLE: dict[str, Callable[[list[Word], Effects], None]] = {
     "rsync": _rsync, "patch": _patch, "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk,
     "nawk": _awk, "tar": _tar, "gtar": _tar, "bsdtar": _tar, "unzip": _unzip, "zip": _zip, "find": _find,
     "curl": _curl, "wget": _wget, "printf": _printf, "rg": _rg, "git": _git, "time": _time, "strace": _strace,
-    "xargs": _xargs,
+    "xargs": _xargs, "ssh": _ssh, "scp": _ssh, "sftp": _ssh, "script": _script, "7z": _extract, "7za": _extract,
+    "7zz": _extract, "cpio": _extract, "ar": _extract, "jar": _extract,
     "tee": _all_positionals("write"),
     "sponge": _all_positionals("write"),
     "rm": _all_positionals("write", tree_opts=("-r", "-R", "--recursive")),
@@ -558,8 +629,7 @@ TABLE: dict[str, Callable[[list[Word], Effects], None]] = {
     "chgrp": _all_positionals("write", "", "--reference", skip=1, tree_opts=("-R", "--recursive")),
     "gzip": _all_positionals("write", "S", "--suffix"), "gunzip": _all_positionals("write", "S", "--suffix"),
     "bzip2": _all_positionals("write"), "xz": _all_positionals("write"), "zstd": _all_positionals("write", "o"),
-    "sort": _option_paths(("-o", "--output"), "ko tTS", "--output --key --field-separator --temporary-directory "
-                          "--buffer-size --files0-from", read=("--files0-from",)),
+    "sort": _sort,
 }
 # These rewrite files only without an option that sends output to stdout.
 _STDOUT_OPTIONS = {"gzip": ("-c", "--stdout", "-l", "-t"), "gunzip": ("-c", "--stdout", "-l", "-t"),

@@ -480,6 +480,9 @@ class PermissionGate:
         under `Bash(rm -rf:*)`): the line asks."""
         if parsed is None:
             return None
+        hidden = parsed.problems or parsed.runs_code
+        if hidden and any(r.covers("Bash") and r.content is not None for r in deny_rules):
+            return f"a deny rule is in force and the line may run commands its text does not show ({hidden[0]})"
         for rule in deny_rules:
             if rule.covers("Bash") and rule.content is not None and deny_may_match(rule.content, parsed):
                 return f"may run a command the deny rule {rule} covers, once its unknown words are known"

@@ -127,7 +127,9 @@ def runs(args: list[Word], home: str | None = None, depth: int = 0) -> tuple[lis
         if start is None:
             inner = [[UNKNOWN]]
         elif start < len(args):
-            inner = [args[start:] + ([UNKNOWN] if name == "xargs" else [])]
+            inner = [_xargs_words(args, start) if name == "xargs" else args[start:]]
+        if inner and inner[0] and inner[0][0].value in _KEYWORDS:
+            inner = [[UNKNOWN]]  # `time { rm f; }`, `coproc X { rm f; }`: a compound command the grammar misread
         if name == "env":
             inner += _split_strings(args, home, problems, depth)
         problems += _unsafe_assignments(args[1:start] if start else args[1:])
@@ -162,6 +164,29 @@ def _text_as_code(args: list[Word], name: str | None, home: str | None, problems
     if any(w.value is None or w.glob for w in words):
         return [[UNKNOWN]]
     return _parse_inner(" ".join(w.value or "" for w in words), home, problems, depth) if words else []
+
+
+_KEYWORDS = frozenset({"{", "(", "if", "while", "until", "for", "case", "select", "function", "!", "[[", "time"})
+
+
+def _xargs_words(args: list[Word], start: int) -> list[Word]:
+    """The command xargs runs: words holding the replace string (`-I {}`) come from input, and input
+    words are added at the end."""
+    replace = None
+    for i, a in enumerate(args[1:start], start=1):
+        v = a.value or ""
+        if v == "-I" and i + 1 < start:
+            replace = args[i + 1].value
+        elif v.startswith("-I") and len(v) > 2:
+            replace = v[2:]
+        elif v.startswith("-i") or v == "--replace":
+            replace = v[2:] or "{}"
+        elif v.startswith("--replace="):
+            replace = v.split("=", 1)[1] or "{}"
+    inner = args[start:]
+    if replace:
+        inner = [UNKNOWN if a.value is None or replace in a.value else a for a in inner]
+    return [*inner, UNKNOWN]
 
 
 def _command_start(args: list[Word], g: Grammar) -> int | None:

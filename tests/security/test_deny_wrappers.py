@@ -48,6 +48,9 @@ UNKNOWN_NAMES = [
     "timeout 5 $C f", "xargs $C", "bash -c \"$S\"", "sh -c $S", "env --frobnicate rm f", "nice -x rm f",
     "find . -exec $C {} \\;", "env -S \"$S\"", "parallel rm ::: a", "eval \"$X\"", "trap \"$X\" EXIT",
     "echo 'rm f' | sh", "cat <<EOF | bash\nrm f\nEOF", "bash -s < cmds.txt", "sh - < cmds.txt",
+    "coproc X { rm f; }", "time { rm f; }", "(( a[$(rm f)] ))", "let 'a[$(rm f)]'", "f() { rm f; }; f",
+    "xargs -I{} sh -c 'echo {}'", "xargs -i sh -c 'echo {}'", "xargs --replace=Q sh -c 'echo Q'",
+    "git -c core.pager='rm f' -p log", "rg --pre ./evil x", "ssh -o ProxyCommand='rm f' h",
 ]
 
 
