@@ -177,3 +177,25 @@ def test_session_cwd_outside_does_not_break_a_fresh_context(tmp_path: Path) -> N
     project.mkdir()
     ctx = ToolContext(session=SessionState(cwd=tmp_path), project_root=project)
     assert ctx.search_dir() == project
+
+
+async def test_a_broken_analysis_fails_closed(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception inside the Bash analysis or the path checks is a question, never a crash or an allow."""
+    import tools.bash_checks as checks
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(checks, "_analyze", broken)
+    outcome, request = await decide("ls unusual-line-for-the-cache-1", ctx, ["Bash(ls:*)"])
+    assert outcome == "ask" and request is not None and request.always_rule is None
+    monkeypatch.undo()
+    monkeypatch.setattr(checks, "_reasons", broken)
+    assert (await decide("ls unusual-line-for-the-cache-2", ctx, ["Bash(ls:*)"]))[0] == "ask"
+    monkeypatch.setattr(checks, "places", broken)
+    assert (await decide("cd sub", ctx, []))[0] == "ask"
+
+
+async def test_substitutions_in_here_documents_are_commands(ctx: ToolContext) -> None:
+    assert (await decide("cat <<EOF > notes.txt\n$(touch X)\nEOF", ctx, ["Bash(cat:*)"]))[0] == "ask"
+    assert (await decide("cat <<'EOF' > notes.txt\n$(touch X)\nEOF", ctx, ["Bash(cat:*)"]))[0] == "allow"
