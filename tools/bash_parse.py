@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from tools.shell_names import INTERPRETERS, SAFE_ASSIGNMENTS, SHELLS
 from tools.shell_words import (
     UNKNOWN,
     Piece,
@@ -27,9 +28,6 @@ from tools.shell_words import (
     unquoted_pieces,
 )
 
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "busybox", "mksh", "yash", "ash"})
-SAFE_ASSIGNMENTS = frozenset({"LANG", "LC_ALL", "LC_CTYPE", "TZ", "NO_COLOR", "FORCE_COLOR", "CI", "TERM",
-                              "COLUMNS", "PYTHONUNBUFFERED", "RUST_BACKTRACE", "DEBUG"})
 # Shell keywords: where the grammar puts one in a command's place, it has misread a compound command.
 RESERVED = frozenset({"{", "}", "(", ")", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for",
                       "case", "esac", "select", "function", "!", "[[", "]]", "in"})
@@ -309,8 +307,6 @@ class _Walker:
     def _here(self, node: Any, index: int | None) -> None:
         cmd = self.out.commands[index] if index is not None else None
         name = cmd.name if cmd is not None else None
-        from tools.shell_wrappers import INTERPRETERS
-
         base = name.rsplit("/", 1)[-1] if name else None
         if base is None or base in SHELLS or base in INTERPRETERS:
             self.problem(f"input fed to {name or 'a command'} runs as code")

@@ -13,8 +13,9 @@ import shlex
 
 from tools.bash_checks import Analysis, analyze
 from tools.command_effects import in_table
+from tools.shell_names import INTERPRETERS
 from tools.shell_words import Word
-from tools.shell_wrappers import INTERPRETERS, WRAPPERS, Run
+from tools.shell_wrappers import WRAPPERS, Run
 
 # Commands whose second word is a sub-command (`git status`), so "always" stops there.
 SUBCOMMAND_TOOLS = frozenset({"git", "npm", "pnpm", "yarn", "cargo", "go", "kubectl", "pip", "pip3", "uv", "poetry",

@@ -11,18 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tools.shell_names import SAFE_ASSIGNMENTS, SHELLS
 from tools.shell_words import UNKNOWN, Word
 
 MAX_DEPTH = 8  # wrappers and `bash -c "bash -c ..."` nesting looked into; deeper is unknown
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "mksh", "yash", "ash"})
-# Interpreters and privilege/indirection wrappers: "always" stores the exact command only.
-INTERPRETERS = SHELLS | frozenset({
-    "busybox", "python", "python2", "python3", "node", "nodejs", "deno", "bun", "perl", "ruby", "php", "lua",
-    "irb", "sudo", "doas", "su", "env", "xargs", "eval", "exec", "source", ".", "command", "builtin", "nohup",
-    "time", "nice", "timeout", "ssh", "osascript", "awk", "gawk", "mawk", "nawk", "sed", "find", "docker",
-    "npx", "uvx", "stdbuf", "ionice", "chrt", "setsid", "strace", "ltrace", "watch", "flock", "taskset",
-    "chroot", "unbuffer", "coproc", "script", "parallel",
-})
 
 
 @dataclass(frozen=True)
@@ -235,8 +227,6 @@ def _option_width(w: str, rest: list[Word], g: Grammar) -> int | None:
 
 
 def _unsafe_assignments(words: list[Word]) -> list[str]:
-    from tools.bash_parse import SAFE_ASSIGNMENTS
-
     out = []
     for w in words:
         m = re.match(r"([A-Za-z_]\w*)=", w.value or "")
