@@ -96,12 +96,13 @@ def _copy_like(args: list[Word], e: Effects, short: str, long: str, link: bool =
     dests = targets or o.pos[-1:]
     if not dests:
         e.write(UNKNOWN)
+    parents = o.has("--parents")  # `cp --parents a/.git/x dir` writes dir/a/.git/x
     for d in dests:
         e.write(d, "link" if link else "write")
         for s in sources:
             if d.value is not None and s.value is not None:
-                e.write(Word(d.value.rstrip("/") + "/" + s.value.rstrip("/").rsplit("/", 1)[-1], d.glob or s.glob),
-                        "link" if link else "write")
+                tail = s.value.lstrip("/") if parents else s.value.rstrip("/").rsplit("/", 1)[-1]
+                e.write(Word(d.value.rstrip("/") + "/" + tail, d.glob or s.glob), "link" if link else "write")
             else:
                 e.write(UNKNOWN)
     return o
@@ -675,4 +676,5 @@ def in_table(words: list[str]) -> bool:
     name = words[0] if words else None
     if name == "git":
         return len(words) < 2 or words[1] not in _PLAIN_GIT
-    return name is not None and (name in TABLE or name in _SUBSCRIPT_BUILTINS or name in ("rename", "prename"))
+    return name is not None and (name in TABLE or name in _SUBSCRIPT_BUILTINS
+                                 or name in ("rename", "prename", "cd", "pushd", "popd"))
