@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,16 @@ class ToolContext:
 
     def for_call(self, tool_use_id: str) -> ToolContext:
         return replace(self, tool_use_id=tool_use_id)
+
+    def search_dir(self) -> Path:
+        """Where a search with no path looks: the working directory while it is inside the project, else the
+        project root (a `cd` in Bash must not move Grep and Glob to places nobody allowed them to read)."""
+        cwd = Path(self.session.cwd)
+        try:
+            real, root = os.path.realpath(cwd), os.path.realpath(self.project_root)
+        except (OSError, ValueError):
+            return Path(self.project_root)
+        return cwd if real == root or real.startswith(root.rstrip("/") + "/") else Path(self.project_root)
 
     def resolve(self, path: str) -> Path:
         """A path from the model, resolved against the session's working directory."""

@@ -50,7 +50,7 @@ class GlobTool(Tool):
         pattern = input["pattern"].strip()
         if not pattern:
             raise ToolError("pattern is empty. Pass a glob such as \"**/*.py\".")
-        cwd = Path(ctx.session.cwd)
+        cwd = ctx.search_dir()
         raw_path = input.get("path")
         base = ctx.resolve(raw_path) if raw_path and raw_path not in ("null", "undefined") else cwd
         if os.path.isabs(pattern):

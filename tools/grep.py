@@ -64,7 +64,7 @@ class GrepTool(Tool):
         if pattern == "":
             raise ToolError("pattern is empty. Pass a regular expression to search for.")
         mode = input.get("output_mode") or "files_with_matches"
-        cwd = Path(ctx.session.cwd)
+        cwd = ctx.search_dir()
         # No --with-filename: like Claude Code, a search of one file prints its lines without the file name.
         args = ["--hidden", "--max-columns", str(MAX_COLUMNS), "--color", "never", "--no-heading", *vcs_excludes()]
         if input.get("multiline"):
@@ -101,7 +101,7 @@ class GrepTool(Tool):
             if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
                 # A FIFO or a device would block rg (and outlive us): never open one (issue 21).
                 raise ToolError(f"{ctx.resolve(target)} is not a regular file or directory (a pipe, socket or device); Grep searches files and directories only.")
-            args.append(target if os.path.isabs(target) else str(Path(target)))
+            args.append(target if os.path.isabs(target) else str(ctx.resolve(target) if cwd != ctx.session.cwd else Path(target)))
         timeout = env_int("GREP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, minimum=1) / 1000
         rc, out, err = await run_rg(args, cwd, timeout=timeout, globs=globs or None)
         if rc == 2 and not out.strip():

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tools.base import Tool, ToolContext
-from tools.bash_parse import ParsedCommand, always_rule_content, parse_command, rule_matches, unwrapped
+from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs
+from tools.bash_checks import reasons as bash_reasons
+from tools.bash_rules import allowed_by_rules, always_rule_content, deny_matches, deny_may_match
 
 REJECT_MESSAGE = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
@@ -323,7 +325,7 @@ class PermissionGate:
         return [Rule.parse(r) for r in texts]
 
     def _match(self, rules: list[Rule], tool: Tool, input: dict[str, Any], ctx: ToolContext,
-               parsed: ParsedCommand | None, *, any_part: bool) -> Rule | None:
+               parsed: Analysis | None, *, any_part: bool) -> Rule | None:
         """The first rule that applies. `any_part`: deny/ask semantics (one simple command matching is
         enough, wrappers such as `sudo` looked behind); otherwise allow semantics (see _bash_allowed)."""
         target = _target(tool, input)
@@ -339,43 +341,41 @@ class PermissionGate:
                 if path_matches(rule.content, ctx.resolve(value), ctx.project_root):
                     return rule
             elif kind == "command" and parsed is not None and any_part:
-                if any(rule_matches(rule.content, c) for cmd in parsed.commands for c in unwrapped(cmd)):
+                if deny_matches(rule.content, parsed):
                     return rule
             elif kind != "command" and _plain_matches(rule.content, value):
                 return rule
         return None
 
-    def _bash_allowed(self, rules: list[Rule], parsed: ParsedCommand, ctx: ToolContext) -> bool:
-        """Every simple command allowed by some rule (a `cd` inside the working directories counts),
-        nothing unprovable."""
-        if parsed.problems or not parsed.commands:
-            return False
+    def _bash_allowed(self, rules: list[Rule], parsed: Analysis, ctx: ToolContext) -> bool:
+        """Every simple command allowed by some rule (a `cd` to a literal directory inside the working
+        directories counts), nothing unprovable."""
         contents = [r.content for r in rules if r.covers("Bash") and r.content is not None]
-        for cmd in parsed.commands:
-            if self._harmless_cd(cmd.words, ctx):
-                continue
-            if not any(rule_matches(c, cmd) for c in contents):
-                return False
-        return True
+        return allowed_by_rules(parsed, contents, harmless_runs(parsed, self._scope(ctx)))
 
-    def _harmless_cd(self, words: list[str | None], ctx: ToolContext) -> bool:
-        if len(words) != 2 or words[0] != "cd" or words[1] is None:
-            return False
-        return _inside(real_path(ctx.resolve(words[1])), self._dirs(ctx))
+    def _bash_reasons(self, parsed: Analysis, ctx: ToolContext) -> list[str]:
+        """The line's path reasons, worked out once per call (the secret check and the write check share them)."""
+        key = (id(parsed), str(ctx.session.cwd))
+        memo = getattr(self, "_reasons_memo", None)
+        if memo is None or memo[0] != key:
+            memo = (key, bash_reasons(parsed, self._scope(ctx)))
+            self._reasons_memo = memo
+        return list(memo[1])
+
+    def _scope(self, ctx: ToolContext) -> Scope:
+        home = self._home()
+        return Scope(Path(ctx.session.cwd), self._dirs(ctx), self._read_dirs(ctx), is_protected,
+                     lambda real, recursive: secret_reason(real, home, recursive))
 
     # -- the checks that force a question --
-    def _write_reasons(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: ParsedCommand | None) -> list[str]:
+    def _write_reasons(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: Analysis | None) -> list[str]:
         reasons: list[str] = []
         paths: list[str] = []
         target = _target(tool, input)
         if target and target[0] == "path" and not tool.is_read_only(input):
             paths.append(target[1])
         if parsed is not None:
-            paths.extend(parsed.writes)
-            moved = any(c.name in ("cd", "pushd", "popd") for c in parsed.commands)
-            if moved and any(not os.path.isabs(w) for w in parsed.writes):
-                # `cd .git && echo x > hooks/pre-commit`: the target depends on where the cd went.
-                reasons.append("writes to a path relative to a directory the command changes to")
+            reasons.extend(r for r in self._bash_reasons(parsed, ctx) if not r.startswith(SECRET))
         for p in paths:
             real = real_path(ctx.resolve(p))
             if not _inside(real, self._dirs(ctx)):
@@ -393,7 +393,10 @@ class PermissionGate:
                 return f"reads outside the working directory ({real})"
         return None
 
-    def _secret(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str | None:
+    def _secret(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: Analysis | None = None) -> str | None:
+        if parsed is not None:
+            found = [r[len(SECRET):] for r in self._bash_reasons(parsed, ctx) if r.startswith(SECRET)]
+            return found[0] if found else None
         recursive = tool.name in ("Grep", "Glob", "LS")
         paths = _read_paths(tool, input) if tool.is_read_only(input) else []
         target = _target(tool, input)
@@ -427,15 +430,17 @@ class PermissionGate:
 
     async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
         target = _target(tool, input)
-        parsed = parse_command(target[1]) if target and target[0] == "command" and tool.name == "Bash" else None
-        if self._match(self._rules(self.disallowed_tools), tool, input, ctx, parsed, any_part=True):
+        parsed = analyze(target[1]) if target and target[0] == "command" and tool.name == "Bash" else None
+        deny_rules = self._rules(self.disallowed_tools)
+        if self._match(deny_rules, tool, input, ctx, parsed, any_part=True):
             return Verdict(False, REJECT_MESSAGE)
-        secret = self._secret(tool, input, ctx)
+        secret = self._secret(tool, input, ctx, parsed)
         if secret and self.mode != "bypassPermissions":
             return Verdict(False, f"Refused: {tool.name} would read {secret}. This is never allowed outside "
                                   "bypassPermissions mode.")
+        unknown = self._unknown_under_deny(deny_rules, parsed)
         if self.mode == "bypassPermissions":
-            return Verdict(True)
+            return Verdict(True) if unknown is None else await self._question(tool, input, ctx, [unknown], None)
         read_only = tool.is_read_only(input)
         if self.mode == "plan" and not read_only:
             return Verdict(False, f"Plan mode: {tool.name} is not read-only and cannot run. " + REJECT_MESSAGE)
@@ -447,21 +452,44 @@ class PermissionGate:
         ask_rule = self._match(self._rules(self.ask_tools), tool, input, ctx, parsed, any_part=True)
         if ask_rule is not None:
             reasons.append(f"matches the ask rule {ask_rule}")
+        if unknown is not None:
+            reasons.append(unknown)
         if self.mode == "plan" and tool.name in NETWORK_TOOLS and not self._match(allow_rules, tool, input, ctx, None, any_part=False):
             reasons.append("plan mode: sends data out of the machine")
-        if not reasons:
-            if read_only:
-                return Verdict(True)
-            if parsed is not None:
-                whole = any(r.content is None and r.covers(tool.name) for r in allow_rules)
-                if whole or self._bash_allowed(allow_rules, parsed, ctx):
-                    return Verdict(True)
-            elif self._match(allow_rules, tool, input, ctx, None, any_part=False):
-                return Verdict(True)
-            if self.mode == "acceptEdits" and tool.name in FILE_EDIT_TOOLS:
-                return Verdict(True)
-            if self._allowed_by_env():
-                return Verdict(True)
+        if not reasons and self._allowed_silently(tool, input, ctx, parsed, allow_rules):
+            return Verdict(True)
+        return await self._question(tool, input, ctx, reasons, parsed, read_reason)
+
+    def _allowed_silently(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: Analysis | None,
+                          allow_rules: list[Rule]) -> bool:
+        """With no reason to ask: read-only tools, allow rules, acceptEdits for edits, ALLOW_WRITE."""
+        if tool.is_read_only(input):
+            return True
+        if parsed is not None:
+            whole = any(r.content is None and r.covers(tool.name) for r in allow_rules)
+            if whole or self._bash_allowed(allow_rules, parsed, ctx):
+                return True
+        elif self._match(allow_rules, tool, input, ctx, None, any_part=False):
+            return True
+        if self.mode == "acceptEdits" and tool.name in FILE_EDIT_TOOLS:
+            return True
+        return self._allowed_by_env()
+
+    def _unknown_under_deny(self, deny_rules: list[Rule], parsed: Analysis | None) -> str | None:
+        """A command with words only known when it runs may be a denied one (`$(echo rm) f`, `rm $X`
+        under `Bash(rm -rf:*)`): the line asks."""
+        if parsed is None:
+            return None
+        hidden = parsed.problems or parsed.runs_code
+        if hidden and any(r.covers("Bash") and r.content is not None for r in deny_rules):
+            return f"a deny rule is in force and the line may run commands its text does not show ({hidden[0]})"
+        for rule in deny_rules:
+            if rule.covers("Bash") and rule.content is not None and deny_may_match(rule.content, parsed):
+                return f"may run a command the deny rule {rule} covers, once its unknown words are known"
+        return None
+
+    async def _question(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, reasons: list[str],
+                        parsed: Analysis | None, read_reason: str | None = None) -> Verdict:
         if self.ask is None:
             if read_reason and read_reason in reasons:
                 return Verdict(False, f"Refused: {tool.name} {read_reason}. Only the working directory and "
@@ -497,7 +525,7 @@ class PermissionGate:
         return display_text(json.dumps(input, ensure_ascii=False))
 
     def always_rule_for(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
-                        parsed: ParsedCommand | None = None) -> str | None:
+                        parsed: Analysis | None = None) -> str | None:
         """The exact rule an "always" answer stores, or None when "always" must not be offered
         (a compound or unprovable command, a protected or outside path)."""
         target = _target(tool, input)

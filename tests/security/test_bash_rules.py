@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
-from tools.bash_parse import parse_command, rule_matches
+from tools.bash_parse import parse_command
+from tools.bash_rules import rule_matches
 from tools.permissions import PermissionGate
 
 GLUED = "the parser joined two lines into one command"
@@ -85,10 +86,10 @@ BYPASSES = [
     "ls \u00a0; touch X",
     "ls;touch X",
     "ec\\\nho X; touch X",
-    "l\\\ns x",
     "ls | ls | cat README.md\ntouch X && ls",
     "cd .git && echo x > hooks/pre-commit",
     "cd sub && echo x > ../.agents/hooks.json",
+    "echo \"$HOME\"",  # a variable: its value is unknown, and unknown means ask
 ]
 
 ALLOWED = [
@@ -97,6 +98,7 @@ ALLOWED = [
     "git  status",
     "'git' status",
     "g\\it status",
+    "l\\\ns x",  # a continuation inside a word: bash runs `ls x`
     "ls -la | cat README.md",
     "npm run build",
     "npm run test -- --watch=false",
@@ -106,7 +108,6 @@ ALLOWED = [
     "echo hi > /dev/null",
     "cd sub && ls",
     "ls # a comment",
-    "echo \"$HOME\"",
     "git status; ls",
 ]
 

@@ -8,7 +8,7 @@ import pytest
 
 from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
-from tools.bash_parse import always_rule_content
+from tools.bash_rules import always_rule_content
 from tools.edit import EditTool
 from tools.grep import GrepTool
 from tools.permissions import REJECT_MESSAGE, PermissionGate, headless_denial
