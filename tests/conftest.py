@@ -62,6 +62,9 @@ def base_env(agent_home: Path, **extra: str | None) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT)
     env["NO_COLOR"] = "1"
     env["AGENT_ECHO_TOOL"] = "1"  # the test-only Echo tool the CLI scenarios call
+    # Tests of the permission gate see Bash as it is without the sandbox; tests/security/test_sandbox_cli.py
+    # (and any test passing AGENT_SANDBOX=None) run the default: Bash in bubblewrap.
+    env["AGENT_SANDBOX"] = "0"
     for k, v in extra.items():
         if v is None:
             env.pop(k, None)

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(not probe(os.environ.get("PATH")).ok,
 def _run(cli, fake, *commands: str, args: tuple[str, ...] = (), **env: str | None):  # noqa: ANN001, ANN202
     fake.reply(*(tool_block("Bash", {"command": c}, id=f"toolu_{i}") for i, c in enumerate(commands)))
     fake.text("done")
-    result = cli("-p", "go", *args, **env)
+    result = cli("-p", "go", *args, **{"AGENT_SANDBOX": None, **env})
     assert result.code == 0, result.stderr
     return [result_text(b) for b in tool_results_sent(fake)], result
 
@@ -134,7 +134,7 @@ def test_background_shell_is_sandboxed(cli, workdir, home, fake_anthropic):
     fake_anthropic.reply(tool_block("Bash", {"command": f"echo bg > bg.txt; echo x > {home}/bg-outside; sleep 0.2",
                                              "run_in_background": True}, id="toolu_bg"))
     fake_anthropic.text("done")
-    result = cli("-p", "go", HOME=str(home))
+    result = cli("-p", "go", HOME=str(home), AGENT_SANDBOX=None)
     first = result_text(tool_results_sent(fake_anthropic)[0])
     assert "Command running in background" in first, result.stderr
     for _ in range(50):
@@ -149,7 +149,7 @@ def test_dangerously_disable_sandbox_is_asked_and_denied_in_print_mode(cli, work
     fake_anthropic.reply(tool_block("Bash", {"command": f"echo x > {home}/out.txt",
                                              "dangerouslyDisableSandbox": True}, id="toolu_d"))
     fake_anthropic.text("done")
-    result = cli("-p", "go", "--output-format", "json", HOME=str(home))
+    result = cli("-p", "go", "--output-format", "json", HOME=str(home), AGENT_SANDBOX=None)
     assert not (home / "out.txt").exists()
     out = json.loads(result.stdout)
     assert [d["tool_name"] for d in out["permission_denials"]] == ["Bash"]
@@ -210,7 +210,7 @@ def test_bwrap_missing_from_path(cli, workdir, tmp_path, fake_anthropic):
 
 def test_the_system_prompt_tells_the_model(cli, workdir, fake_anthropic):
     fake_anthropic.text("hi")
-    assert cli("-p", "hi").code == 0
+    assert cli("-p", "hi", AGENT_SANDBOX=None).code == 0
     system = json.dumps(fake_anthropic.requests[0].body.get("system"))
     assert "## Bash command sandbox" in system and "dangerouslyDisableSandbox: true" in system
     tools = {t["name"]: t for t in fake_anthropic.requests[0].body["tools"]}
