@@ -81,16 +81,9 @@ def make_sandbox(opts: AppOptions, merged: MergedSettings):  # noqa: ANN201 - to
 
     dirs = [*opts.add_dirs, *(opts.cwd / Path(d).expanduser() for d in merged.additional_dirs)]
     off = (os.environ.get("AGENT_SANDBOX") or "").strip().lower() in ("0", "off", "false", "no")
-    wanted = merged.sandbox.enabled is not False and not off
-    return Sandbox(merged.sandbox, probe(os.environ.get("PATH")) if wanted else _not_probed(), opts.cwd,
+    return Sandbox(merged.sandbox, probe(os.environ.get("PATH")), opts.cwd,
                    Path.home(), agent_home(), write_dirs=[d.resolve() for d in dirs],
                    secret_names=frozenset(secret_names()), session_enabled=False if off else None)
-
-
-def _not_probed():  # noqa: ANN202
-    from tools.sandbox import Availability
-
-    return Availability(False, "the sandbox is turned off (sandbox.enabled: false)")
 
 
 def _load_settings(opts: AppOptions, home: Path) -> MergedSettings:
