@@ -230,3 +230,11 @@ def test_unix_sockets_are_refused(cli, workdir, tmp_path, fake_anthropic):
     results, _ = _run(cli, fake_anthropic,
                       "python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -1")
     assert "Operation not permitted" in results[0]
+
+
+def test_doctor_says_whether_bubblewrap_works(cli, tmp_path):
+    ok = cli("doctor", with_fake=False)
+    assert "ok    sandbox: bubblewrap works" in ok.stdout
+    broken = cli("doctor", with_fake=False, PATH=_fake_bwrap(tmp_path))
+    line = next(x for x in broken.stdout.splitlines() if "sandbox:" in x)
+    assert line.startswith("warn") and "cannot create its namespaces" in line and "apt-get install bubblewrap" in line
