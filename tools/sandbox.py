@@ -67,7 +67,7 @@ def probe(search_path: str | None) -> Availability:
                                   env={"PATH": "/usr/bin:/bin"}, check=False)
             err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
             result = Availability(True, path=path) if proc.returncode == 0 else Availability(
-                False, f"bwrap cannot create its namespaces ({(err or ['exit %d' % proc.returncode])[0][:120]})", path)
+                False, f"bwrap cannot create its namespaces ({(err or [f'exit {proc.returncode}'])[0][:120]})", path)
         except (OSError, subprocess.SubprocessError) as exc:
             result = Availability(False, f"bwrap could not run ({exc.__class__.__name__})", path)
     _probe_cache[search_path] = result
