@@ -110,11 +110,14 @@ _placeholders: dict[str, list[int]] = {}  # path -> [refcount, inode]
 
 
 def _make_placeholder(path: Path, kind: str) -> bool:
+    """Take (or share) an empty placeholder at `path`; False when something real is there already."""
     key = str(path)
     with _placeholder_lock:
         if key in _placeholders:
             _placeholders[key][0] += 1
             return True
+        if os.path.lexists(path):
+            return False
         try:
             if kind == "dir":
                 path.mkdir(mode=0o755)
@@ -313,11 +316,11 @@ class Sandbox:
         else:
             entries.append((git, "dir"))  # a .git file (worktree) names the git dir: read-only too
         for path, kind in entries:
-            exists = os.path.lexists(path)
-            if not exists and (kind is None or not _make_placeholder(path, kind)):
-                continue
-            if not exists:
+            # A placeholder another running command holds is taken too: it stays until both have ended.
+            if kind is not None and _make_placeholder(path, kind):
                 wrapped.placeholders.append(str(path))
+            elif not os.path.lexists(path):
+                continue
             args += ["--ro-bind", str(path), str(path)]
         return args
 

@@ -131,17 +131,16 @@ def test_protected_paths_stay_read_only_and_cannot_be_created(cli, workdir, fake
 
 
 def test_background_shell_is_sandboxed(cli, workdir, home, fake_anthropic):
-    fake_anthropic.reply(tool_block("Bash", {"command": f"echo bg > bg.txt; echo x > {home}/bg-outside; sleep 0.2",
+    fake_anthropic.reply(tool_block("Bash", {"command": f"echo x > {home}/bg-outside; echo rc=$? > bg.txt",
                                              "run_in_background": True}, id="toolu_bg"))
+    # The session kills its background shells when it ends: wait in it until the task has written.
+    fake_anthropic.reply(tool_block("Bash", {"command": "for i in $(seq 200); do [ -s bg.txt ] && break; sleep 0.05; "
+                                                        "done; cat bg.txt"}, id="toolu_wait"))
     fake_anthropic.text("done")
     result = cli("-p", "go", HOME=str(home), AGENT_SANDBOX=None)
-    first = result_text(tool_results_sent(fake_anthropic)[0])
-    assert "Command running in background" in first, result.stderr
-    for _ in range(50):
-        if (workdir / "bg.txt").exists():
-            break
-        threading.Event().wait(0.1)
-    assert (workdir / "bg.txt").read_text() == "bg\n"
+    results = [result_text(b) for b in tool_results_sent(fake_anthropic)]
+    assert "Command running in background" in results[0], result.stderr
+    assert results[-1] == "rc=1"  # the write outside failed inside the background shell
     assert not (home / "bg-outside").exists()
 
 
