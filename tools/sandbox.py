@@ -6,8 +6,8 @@ per-session temp dir (`TMPDIR`) writable, a private `/tmp` and `/run`, its own P
 Secrets are hidden (empty over credential directories, /dev/null over credential files), and inside each
 writable root the paths that turn a write into code execution stay read-only (`.git/hooks`,
 `.git/config`, `.claude/`, `.agents/`, `.mcp.json`, `.vscode/`, `.envrc`...). A protected path that does
-not exist yet gets an empty read-only placeholder for the length of the command (removed afterwards when
-still empty), so it cannot be created either; every directory between the root and a protected path is
+not exist yet gets an empty read-only placeholder for the length of the command (an empty directory, removed
+afterwards when still empty), so it cannot be created either; every directory between the root and a protected path is
 a mount point, so it cannot be renamed away and recreated. `socket(AF_UNIX)` is refused by a seccomp
 filter (the Docker socket, agents' sockets) unless `network.allowAllUnixSockets`.
 """
@@ -38,7 +38,9 @@ SECRET_FILES = (".netrc", ".git-credentials", ".npmrc", ".pypirc", ".cargo/crede
 AGENT_HOME_SECRETS = ("projects", ".credentials.json", "credentials.json", "credentials", "trusted-folders.json",
                       "settings.json", "mcp.json", ".env", "install-id")
 # Inside a writable root: (path, kind of placeholder when missing: "dir", "file" or None for none).
-PROTECTED = ((".claude", "dir"), (".agents", "dir"), (".mcp.json", "file"), (".envrc", "file"),
+# A missing file gets an empty directory as its placeholder: git status does not list it, a program that
+# reads it gets EISDIR, and nothing can be written there.
+PROTECTED = ((".claude", "dir"), (".agents", "dir"), (".mcp.json", "dir"), (".envrc", "dir"),
              (".vscode", "dir"), (".idea", None), (".husky", None), (".devcontainer", None))
 GIT_PROTECTED = (("hooks", "dir"), ("config", None), ("config.worktree", None), ("modules", None))
 UNAVAILABLE_FIX = "install bubblewrap (e.g. apt-get install bubblewrap) or set sandbox.enabled: false"

@@ -49,7 +49,7 @@ def test_placeholders_are_shared_until_the_last_command_ends(tmp_path: Path):
     first = sb.wrap(["true"], project, {})
     second = sb.wrap(["true"], project, {})
     first.release()
-    assert (project / ".envrc").exists() and (project / ".claude").is_dir()
+    assert (project / ".envrc").is_dir() and (project / ".claude").is_dir()
     second.release()
     assert not (project / ".envrc").exists() and not (project / ".claude").exists()
     (project / ".envrc").write_text("real")  # a real file is bound as it is, never removed
