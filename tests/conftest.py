@@ -18,6 +18,10 @@ TEST_KEY = "test-key-sk-ant-0123456789secret"
 # Every outbound request of every test (in-process and CLI subprocesses, which inherit the environment)
 # is checked: an invalid request raises instead of being repaired (services/request_check.py).
 os.environ.setdefault("AGENT_STRICT_REQUESTS", "1")
+# Every agent the tests start (CLI, SDK, pty) runs Bash without the sandbox unless the test says otherwise:
+# the gate's tests see Bash as it is; tests/security/test_sandbox_cli.py and tests/test_sandbox_repl.py
+# remove or override it to run the default, Bash in bubblewrap.
+os.environ.setdefault("AGENT_SANDBOX", "0")
 
 
 @pytest.fixture
@@ -62,9 +66,6 @@ def base_env(agent_home: Path, **extra: str | None) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT)
     env["NO_COLOR"] = "1"
     env["AGENT_ECHO_TOOL"] = "1"  # the test-only Echo tool the CLI scenarios call
-    # Tests of the permission gate see Bash as it is without the sandbox; tests/security/test_sandbox_cli.py
-    # (and any test passing AGENT_SANDBOX=None) run the default: Bash in bubblewrap.
-    env["AGENT_SANDBOX"] = "0"
     for k, v in extra.items():
         if v is None:
             env.pop(k, None)

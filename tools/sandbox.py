@@ -9,7 +9,8 @@ writable root the paths that turn a write into code execution stay read-only (`.
 not exist yet gets an empty read-only placeholder for the length of the command (an empty directory, removed
 afterwards when still empty), so it cannot be created either; every directory between the root and a protected path is
 a mount point, so it cannot be renamed away and recreated. `socket(AF_UNIX)` is refused by a seccomp
-filter (the Docker socket, agents' sockets) unless `network.allowAllUnixSockets`.
+filter (the Docker socket, agents' sockets) unless `network.allowAllUnixSockets`. With
+`network.allowedDomains`, HTTP(S) goes through a filtering proxy (tools/sandbox_net.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -299,7 +301,15 @@ class Sandbox:
         args += self._deny_writes(roots)
         args += self._hide(roots)
         program = None if self.settings.allow_all_unix_sockets else seccomp_program(os.uname().machine)
-        if program is not None:
+        if self.settings.allowed_domains:
+            # The bridge to the filtering proxy starts first; the filter is applied to the command after it.
+            from tools.sandbox_net import helper_argv, proxy_env, proxy_for
+
+            proxy = proxy_for(self.settings.allowed_domains, self.settings.denied_domains)
+            args += ["--ro-bind", str(proxy.directory), str(proxy.directory)]
+            env.update(proxy_env())
+            argv = helper_argv(sys.executable, proxy.socket_path, program, argv)
+        elif program is not None:
             rfd, wfd = os.pipe()
             os.write(wfd, program)
             os.close(wfd)

@@ -237,3 +237,46 @@ def test_doctor_says_whether_bubblewrap_works(cli, tmp_path):
     broken = cli("doctor", with_fake=False, PATH=_fake_bwrap(tmp_path))
     line = next(x for x in broken.stdout.splitlines() if "sandbox:" in x)
     assert line.startswith("warn") and "cannot create its namespaces" in line and "apt-get install bubblewrap" in line
+
+
+@pytest.fixture
+def upstream() -> Iterator[int]:
+    """A plain HTTP origin on the machine's loopback (reached by the proxy, never directly)."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(f"ORIGIN host={self.headers.get('Host')}".encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+
+
+def test_allowed_domains_go_through_the_filtering_proxy(cli, workdir, home, fake_anthropic, upstream):
+    settings(home / ".claude" / "settings.json",
+             {"sandbox": {"network": {"allowedDomains": ["localhost"], "deniedDomains": ["evil.localhost"]}}})
+    get = ("import os, urllib.request as u; "
+           "print(u.build_opener(u.ProxyHandler({'http': os.environ['HTTP_PROXY']})).open('http://%s:%d/', "
+           "timeout=5).read().decode())")
+    results, _ = _run(
+        cli, fake_anthropic,
+        # NO_PROXY names the sandbox's own loopback (local servers inside it): cleared to reach the origin.
+        f"env -u NO_PROXY -u no_proxy python3 -c \"{get % ('localhost', upstream)}\" 2>&1 | tail -1",
+        f"env -u NO_PROXY -u no_proxy python3 -c \"{get % ('127.0.0.1', upstream)}\" 2>&1 | tail -1",
+        "python3 -c 'import socket; socket.socket(socket.AF_UNIX)' 2>&1 | tail -1",
+        # CONNECT, as an HTTPS client does it (a tunnel, here to the plain HTTP origin)
+        "python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', 3128)); "
+        f"s.sendall(b'CONNECT localhost:{upstream} HTTP/1.1\\r\\n\\r\\nGET / HTTP/1.1\\r\\nHost: t\\r\\n"
+        "Connection: close\\r\\n\\r\\n'); print(b''.join(iter(lambda: s.recv(65536), b'')).decode())\"",
+        HOME=str(home))
+    assert "200 Connection Established" in results[3] and "ORIGIN host=t" in results[3]
+    assert results[0].startswith("ORIGIN host=localhost")  # allowed: through the proxy
+    assert "403" in results[1] and "ORIGIN" not in results[1]  # 127.0.0.1 is not in the list
+    assert "Operation not permitted" in results[2]  # the filter still holds for the command
