@@ -210,13 +210,15 @@ class BashTool(Tool):
             if final and os.path.isdir(final) and not timed_out:
                 ctx.session.cwd = Path(final)
         finally:
-            launch.release()
+            removed = launch.release()
             try:
                 os.unlink(cwd_file)
             except OSError:
                 pass
         elapsed = time.monotonic() - started
         output = b"".join(chunks).decode("utf-8", errors="replace")
+        for path in removed:
+            output += f"\n[sandbox: removed {path}, which the command created: git outside the sandbox would run code from it]"
         if dropped:
             output += f"\n[Output exceeded {HARD_CAP_BYTES // (1024 * 1024)} MB; {dropped} more bytes were discarded. Redirect large output to a file and Grep or Read it.]"
         text = note + output.rstrip("\n")

@@ -15,6 +15,7 @@ filter (the Docker socket, agents' sockets) unless `network.allowAllUnixSockets`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from services.sandbox_settings import SandboxSettings
+from tools.base import ToolError
 
 # Credential stores under the user's home (Claude Code 2.1.332's list, trimmed to Linux).
 SECRET_DIRS = (".ssh", ".aws", ".azure", ".gnupg", ".kube", ".docker", ".config/gh", ".config/glab-cli",
@@ -46,6 +48,10 @@ PROTECTED = ((".claude", "dir"), (".agents", "dir"), (".mcp.json", "dir"), (".en
              (".vscode", "dir"), (".idea", None), (".husky", None), (".devcontainer", None))
 GIT_PROTECTED = (("hooks", "dir"), ("config", None), ("config.worktree", None), ("modules", None))
 UNAVAILABLE_FIX = "install bubblewrap (e.g. apt-get install bubblewrap) or set sandbox.enabled: false"
+
+
+class SandboxRefused(ToolError):
+    """The command cannot be contained as configured; it is not run."""
 
 
 @dataclass(frozen=True)
@@ -163,8 +169,13 @@ class Wrapped:
     argv: list[str]
     pass_fds: tuple[int, ...] = ()
     placeholders: list[str] = field(default_factory=list)
+    # Paths that cannot be held read-only without breaking git (it fails on an empty placeholder) and must
+    # not appear: removed after the command when it created them.
+    forbidden: list[str] = field(default_factory=list)
 
-    def release(self) -> None:
+    def release(self) -> list[str]:
+        """Close the passed fds, drop the placeholders, remove forbidden paths the command created; returns
+        the removed ones."""
         for fd in self.pass_fds:
             try:
                 os.close(fd)
@@ -173,6 +184,15 @@ class Wrapped:
         self.pass_fds = ()
         release_placeholders(self.placeholders)
         self.placeholders = []
+        removed = [p for p in self.forbidden if os.path.lexists(p)]
+        for path in removed:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        self.forbidden = []
+        return removed
 
 
 def is_excluded(command: str, patterns: list[str]) -> bool:
@@ -327,6 +347,13 @@ class Sandbox:
             entries += [(git / name, kind) for name, kind in GIT_PROTECTED]
         else:
             entries.append((git, "dir"))  # a .git file (worktree) names the git dir: read-only too
+        for path, _ in entries:
+            if os.path.islink(path):
+                # A mount lands on the link's target: the link itself could be replaced by a real file.
+                raise SandboxRefused(f"{path} is a symbolic link; the sandbox keeps it read-only only as a real "
+                                     "file or directory. Remove the link, or turn the sandbox off (/sandbox off).")
+        if git.is_dir() and not git.is_symlink() and not os.path.lexists(git / "commondir"):
+            wrapped.forbidden.append(str(git / "commondir"))  # git would read another repository's config
         for path, kind in entries:
             # A placeholder another running command holds is taken too: it stays until both have ended.
             if kind is not None and _make_placeholder(path, kind):

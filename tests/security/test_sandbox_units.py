@@ -56,3 +56,20 @@ def test_placeholders_are_shared_until_the_last_command_ends(tmp_path: Path):
     third = sb.wrap(["true"], project, {})
     third.release()
     assert (project / ".envrc").read_text() == "real"
+
+
+def test_a_symlinked_protected_path_is_refused_and_commondir_is_removed(tmp_path: Path):
+    import pytest
+
+    from tools.sandbox import SandboxRefused
+
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)
+    sb = Sandbox(SandboxSettings(), Availability(True, path="/usr/bin/bwrap"), project, tmp_path, tmp_path / "h")
+    wrapped = sb.wrap(["true"], project, {})
+    (project / ".git" / "commondir").write_text("/tmp/evil\n")  # as the command would have
+    assert wrapped.release() == [str(project / ".git" / "commondir")]
+    assert not (project / ".git" / "commondir").exists()
+    (project / ".claude").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(SandboxRefused, match="symbolic link"):
+        sb.wrap(["true"], project, {})
