@@ -104,7 +104,7 @@ def seccomp_program(machine: str) -> bytes | None:
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     allow, eperm = 0x7FFF0000, 0x00050000 | 1
     prog = [
-        (ld, 0, 0, 4), (jeq, 0, 6, arch),          # another ABI: allow (the arch check is the kernel's)
+        (ld, 0, 0, 4), (jeq, 0, 5, arch),          # another ABI (i386's socketcall): refused outright
         (ld, 0, 0, 0), (jge, 3, 0, 0x40000000),    # x32 syscall numbers: refuse
         (jeq, 0, 3, nr),
         (ld, 0, 0, 16), (jeq, 0, 1, 1),            # args[0] == AF_UNIX

@@ -40,9 +40,6 @@ MAY_NOT_LEAVE: list[str | list[str]] = [
 ]
 TMPDIR = ("For temporary files, always use the `$TMPDIR` environment variable. TMPDIR is automatically set to the "
           "correct sandbox-writable directory in sandbox mode. Do NOT use `/tmp` directly - use `$TMPDIR` instead.")
-# Said once in the conversation when the user turns the sandbox off (Claude Code's words).
-DISABLED_NOTE = ("The command sandbox has been disabled. Commands now run without sandbox restrictions; the earlier "
-                 "sandbox instructions no longer apply.")
 
 
 def _bullets(items: list[str | list[str]]) -> list[str]:
