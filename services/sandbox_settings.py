@@ -2,7 +2,12 @@
 scopes (user, `--settings`) and a trusted folder's files may loosen the sandbox; an untrusted folder's
 files may only tighten it, and a tightening value from the user's scopes holds against any project file.
 
-Keys and defaults recorded from Claude Code 2.1.332's settings schema:
+Recorded from Claude Code 2.1.332 (its settings schema and `claude sandbox status` on this machine, where
+it reports `"autoAllowBashIfSandboxed": false, "autoAllowBashIfSandboxedSource": "default"`): hooks run
+outside the sandbox (only its remote-tools project hooks are wrapped); `!` in its REPL runs with
+`dangerouslyDisableSandbox: true`; `network.allowUnixSockets` and `allowLocalBinding` are macOS-only
+(ignored on Linux, as here); project settings cannot loosen `allowUnsandboxedCommands` once managed,
+`--settings` or user settings set it false. Keys and defaults:
   enabled (default here: on where bubblewrap works; Claude Code: false), failIfUnavailable (false),
   autoAllowBashIfSandboxed (default here: true; Claude Code 2.1.332 documents false), excludedCommands,
   allowUnsandboxedCommands (true), network.{allowedDomains, deniedDomains, allowUnixSockets,

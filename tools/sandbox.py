@@ -69,7 +69,9 @@ def probe(search_path: str | None) -> Availability:
     if search_path in _probe_cache:
         return _probe_cache[search_path]
     path = shutil.which("bwrap", path=search_path)
-    if path is None:
+    if not sys.platform.startswith("linux"):
+        result = Availability(False, f"bubblewrap needs Linux; this is {sys.platform}")
+    elif path is None:
         result = Availability(False, "bwrap was not found on PATH")
     else:
         try:
