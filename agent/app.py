@@ -46,6 +46,7 @@ class AppOptions:
     trusted: bool = False
     merged: MergedSettings | None = None
     permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
+    sandbox: Any = None  # tools.sandbox.Sandbox, made by `load_boundary` (or build_engine)
 
 
 def load_boundary(opts: AppOptions) -> list[str]:
@@ -60,11 +61,29 @@ def load_boundary(opts: AppOptions) -> list[str]:
     use_dotenv(read_dotenv(opts.cwd) if opts.trusted else {})
     credentials.configure(merged.secret_env, merged.pass_env, merged.env)
     lines = [f"warning: {w}" for w in merged.warnings]
+    opts.sandbox = make_sandbox(opts, merged)
+    notice = opts.sandbox.unavailable_notice()
+    if notice:
+        lines.append(f"warning: {notice}")
     if not opts.trusted:
         wants = folder_requests(opts.cwd, merged.ignored).wants
         if wants:
             lines.append("notice: " + untrusted_notice(opts.cwd, wants))
     return lines
+
+
+def make_sandbox(opts: AppOptions, merged: MergedSettings):  # noqa: ANN201 - tools.sandbox.Sandbox
+    """The session's sandbox: the `sandbox` settings and whether bubblewrap works here (probed once)."""
+    import os
+
+    from services.credentials import secret_names
+    from tools.sandbox import Sandbox, probe
+
+    dirs = [*opts.add_dirs, *(opts.cwd / Path(d).expanduser() for d in merged.additional_dirs)]
+    off = (os.environ.get("AGENT_SANDBOX") or "").strip().lower() in ("0", "off", "false", "no")
+    return Sandbox(merged.sandbox, probe(os.environ.get("PATH")), opts.cwd,
+                   Path.home(), agent_home(), write_dirs=[d.resolve() for d in dirs],
+                   secret_names=frozenset(secret_names()), session_enabled=False if off else None)
 
 
 def _load_settings(opts: AppOptions, home: Path) -> MergedSettings:
@@ -120,6 +139,7 @@ def build_engine(
     )
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
+    _attach_sandbox(opts, gate, tools)
     engine = QueryEngine(config, tools, deps or production_deps(
         mock=settings.mock, betas=opts.betas,
         fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
@@ -128,6 +148,11 @@ def build_engine(
     # --system-prompt replaces it (an empty one included, as the Agent SDK sends by default).
     def prompt_source() -> str:
         base = opts.system_prompt if opts.system_prompt is not None else prompt.build(engine.session_id)
+        if opts.system_prompt is None:
+            from tools.sandbox_prompt import sandbox_prompt
+
+            section = sandbox_prompt(gate.sandbox)
+            base = f"{base}\n\n{section}" if section else base
         extra = opts.append_system_prompt
         return f"{base}\n\n{extra}" if base and extra else (base or extra or "")
 
@@ -144,6 +169,18 @@ def build_engine(
 
     cleanup_spill_dirs(home=home)
     return engine
+
+
+def _attach_sandbox(opts: AppOptions, gate: PermissionGate, tools: list) -> None:  # noqa: ANN001
+    """One sandbox for the session, shared by the gate (auto-allow) and the Bash tool (the wrapping)."""
+    from tools.bash import BashTool
+
+    if opts.sandbox is None:
+        opts.sandbox = make_sandbox(opts, opts.merged or _load_settings(opts, agent_home()))
+    gate.sandbox = opts.sandbox
+    for tool in tools:
+        if isinstance(tool, BashTool):
+            tool.sandbox = opts.sandbox
 
 
 def _with_mcp_instructions(system: str, mcp) -> str:  # noqa: ANN001

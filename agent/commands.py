@@ -469,6 +469,9 @@ def cmd_add_dir(ctx: CommandContext, args: str) -> None:
     gate = ctx.engine.gate  # the read and write scope the gate enforces (as --add-dir sets it)
     if path not in gate.additional_dirs:
         gate.additional_dirs.append(path)
+    sandbox = getattr(gate, "sandbox", None)  # sandboxed commands may write there too
+    if sandbox is not None and path not in sandbox.write_dirs:
+        sandbox.write_dirs.append(path)
     ctx.say(f"Added {path} for this session.", "dim")
 
 
@@ -527,6 +530,9 @@ def default_router() -> CommandRouter:
     router.register("add-dir", cmd_add_dir, "let the tools use another directory [DIR]")
     router.register("export", cmd_export, "write the conversation as Markdown [FILE]")
     router.register("agents", cmd_agents, "show the sub-agent setup")
+    from agent.sandbox_command import cmd_sandbox
+
+    router.register("sandbox", cmd_sandbox, "show the Bash sandbox; switch it [auto-allow|regular|off]")
     router.register("bashes", cmd_bashes, "background shells: list them; stop one [kill ID]", aliases=("tasks",))
     router.register("exit", cmd_exit, "leave the REPL", aliases=("quit",))
     return router

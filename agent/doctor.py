@@ -1,4 +1,4 @@
-"""`agent doctor`: is this machine ready? Key and endpoint, ripgrep, settings files, MCP servers.
+"""`agent doctor`: is this machine ready? Key and endpoint, ripgrep, the sandbox, settings files, MCP servers.
 
 One line per check (`ok`, `warn` or `fail`), then a summary; exit 1 when any check failed. Nothing is
 printed that could leak a secret: the key is shown as "set" with its source, never its value.
@@ -50,6 +50,18 @@ def check_ripgrep() -> tuple[str, str]:
     return ("ok", path) if path else ("fail", "ripgrep (rg) not found: Grep and Glob cannot run")
 
 
+def check_sandbox() -> tuple[str, str]:
+    """Whether bubblewrap runs here (a warning, not a failure: Bash then asks before every command)."""
+    import os
+
+    from tools.sandbox import UNAVAILABLE_FIX, probe
+
+    found = probe(os.environ.get("PATH"))
+    if found.ok:
+        return "ok", f"bubblewrap works ({found.path}): Bash runs in the sandbox"
+    return "warn", f"{found.reason}; Bash commands will ask before they run. Fix: {UNAVAILABLE_FIX}"
+
+
 def settings_files(cwd: Path, home: Path) -> list[Path]:
     from services.settings import scoped_files
 
@@ -90,14 +102,15 @@ async def check_mcp(cwd: Path) -> list[tuple[str, str, str]]:
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
-        sys.stdout.write("usage: agent doctor\n\nCheck the API key and endpoint, ripgrep, settings files and MCP servers.\n")
+        sys.stdout.write("usage: agent doctor\n\nCheck the API key and endpoint, ripgrep, the Bash sandbox, settings files and MCP servers.\n")
         return 0
     from services.config import agent_home
 
     cwd, home = Path.cwd().resolve(), agent_home()
     failed = 0
     _line("ok", "agent", f"{__version__}, Python {sys.version.split()[0]}, home {home}")
-    checks = [("API key", check_credentials()), ("API endpoint", check_endpoint()), ("ripgrep", check_ripgrep())]
+    checks = [("API key", check_credentials()), ("API endpoint", check_endpoint()), ("ripgrep", check_ripgrep()),
+              ("sandbox", check_sandbox())]
     for path in settings_files(cwd, home):
         if path.is_file():
             checks.append((str(path), check_settings(path)))

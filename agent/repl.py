@@ -801,7 +801,7 @@ class Repl:
         if not command:
             self.say("Usage: !command (runs in bash; its output goes to the model with your next message)", "dim")
             return
-        out, code = await run_direct(command, self.engine.state.cwd)
+        out, code = await run_direct(command, self.engine.state.cwd, sandbox=getattr(self.engine.gate, "sandbox", None))
         if out:
             self.console.print(Text(visible(out.rstrip("\n"))))
         if code:

@@ -9,7 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ORDER = [
     "bench_startup.py", "bench_concurrency.py", "bench_budget.py", "bench_pipeline.py", "context_economy.py",
-    "bench_tools.py", "bench_prompt.py", "bench_messages_api.py", "bench_sessions.py", "bench_mcp_startup.py", "bench_keystroke.py",
+    "bench_tools.py", "bench_sandbox.py", "bench_prompt.py", "bench_messages_api.py", "bench_sessions.py", "bench_mcp_startup.py", "bench_keystroke.py",
 ]
 
 

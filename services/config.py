@@ -35,10 +35,10 @@ AGENT_VARIABLES = (
     "MCP_CONNECT_TIMEOUT_MS", "MCP_CALL_TIMEOUT_MS", "MCP_TIMEOUT", "MCP_TOOL_TIMEOUT", "MCP_STARTUP_WAIT_MS",
     "AGENT_ECHO_TOOL", "AGENT_MAX_DEPTH",
     "WEBFETCH_ALLOW_PRIVATE", "WEB_SEARCH_ADAPTER", "BRAVE_API_KEY", "TAVILY_API_KEY", "SPILL_MAX_AGE_DAYS",
-    "MAX_THINKING_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "AGENT_SERVER_TOOLS",
+    "MAX_THINKING_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "AGENT_SERVER_TOOLS", "AGENT_SANDBOX",
 )
 # Never taken from a project file, even a trusted one: where state lives is the user's choice.
-_NOT_FROM_DOTENV = ("AGENT_HOME",)
+_NOT_FROM_DOTENV = ("AGENT_HOME", "AGENT_SANDBOX")  # AGENT_SANDBOX: only the user turns the sandbox off
 
 # `.env` values in effect for this process (trusted folders only). They are settings, not environment:
 # never written to os.environ, so no child process (Bash, hooks, MCP servers) ever sees them.

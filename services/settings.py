@@ -7,7 +7,7 @@ Scopes, lowest first (a later scope's scalar wins; lists and maps add up):
   flags    `--settings FILE|JSON` (parsed by the CLI)
 
 Fields read here: `permissions.{allow,ask,deny,defaultMode,additionalDirectories}`, `hooks`, `env`,
-`model`, `mcpServers`, `statusLine`, `secretEnv` (more variable names kept from children) and `passEnv` (secret
+`model`, `mcpServers`, `statusLine`, `sandbox` (services/sandbox_settings.py), `secretEnv` (more variable names kept from children) and `passEnv` (secret
 names a user lets through to children; user and flags scopes only). A malformed file or field is one
 warning naming the file and the field, and only that part is ignored.
 
@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from services.sandbox_settings import SandboxSettings, merge_sandbox
 
 SCOPES = ("user", "project", "local", "flags")
 UNTRUSTED_SCOPES = ("project", "local")
@@ -53,6 +55,7 @@ class MergedSettings:
     status_line: dict[str, Any] | None = None  # Claude Code's `statusLine`: {type: command, command, padding}
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # Claude Code's `sandbox` block
     files: list[SettingsFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # what an untrusted folder asked for and did not get
@@ -186,6 +189,9 @@ def _merge_file(out: MergedSettings, f: SettingsFile, trusted: bool) -> None:
         else:
             for name, raw in servers.items():
                 out.mcp_servers[name] = (src, raw)
+    if "sandbox" in data:
+        merge_sandbox(out.sandbox, data["sandbox"], scope=f.scope, restricted=restricted, src=src,
+                      warnings=w, ignored=out.ignored)
     if "secretEnv" in data:
         out.secret_env.extend(_strings(data["secretEnv"], where("secretEnv"), w))
     if "passEnv" in data:

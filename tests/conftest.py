@@ -18,6 +18,10 @@ TEST_KEY = "test-key-sk-ant-0123456789secret"
 # Every outbound request of every test (in-process and CLI subprocesses, which inherit the environment)
 # is checked: an invalid request raises instead of being repaired (services/request_check.py).
 os.environ.setdefault("AGENT_STRICT_REQUESTS", "1")
+# Every agent the tests start (CLI, SDK, pty) runs Bash without the sandbox unless the test says otherwise:
+# the gate's tests see Bash as it is; tests/security/test_sandbox_cli.py and tests/test_sandbox_repl.py
+# remove or override it to run the default, Bash in bubblewrap.
+os.environ.setdefault("AGENT_SANDBOX", "0")
 
 
 @pytest.fixture

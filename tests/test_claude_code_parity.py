@@ -150,7 +150,6 @@ SCHEMA_DIFFERENCES: dict[str, str] = {
     "Agent": "this agent's sub-agent takes description, prompt and tool_names (the tools it may use); Claude Code's "
              "subagent_type/model/run_in_background/isolation need agent types, background tasks and worktrees "
              "this agent does not have",
-    "Bash": "dangerouslyDisableSandbox: this agent has no sandbox to disable (run_in_background is offered)",
     "WebFetch": "prompt is optional: with no small model to answer it, the page comes back as Markdown either way",
     "WebSearch": "an extra num_results: the Brave/Tavily back ends take a result count (Claude Code's search runs "
                  "on the API server)",

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.sandbox import Wrapped
 
 TASKS_KEY = "background_tasks"
 OUTPUT_CAP_CHARS = 30_000
@@ -43,6 +44,7 @@ class BackgroundTask:
     exit_code: int | None = None
     notified: bool = False
     waiter: asyncio.Task | None = None
+    launch: Wrapped | None = None  # the sandbox's placeholders, released when the command ends
 
     def describe(self) -> str:
         code = "" if self.exit_code is None else f" (exit {self.exit_code})"
@@ -55,25 +57,34 @@ class TaskRegistry:
     def __init__(self) -> None:
         self.tasks: dict[str, BackgroundTask] = {}
 
-    async def start(self, command: str, cwd: Path, env: dict[str, str], directory: Path) -> BackgroundTask:
+    async def start(self, command: str, cwd: Path, env: dict[str, str], directory: Path,
+                    launch: Wrapped | None = None) -> BackgroundTask:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         task_id = "b" + secrets.token_hex(4)
         out_path = directory / f"{task_id}.output"
         fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        launch = launch or Wrapped(["bash", "-c", command])
         try:
             proc = await asyncio.create_subprocess_exec(
-                "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=fd, stderr=fd, start_new_session=True)
+                *launch.argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=fd, stderr=fd, start_new_session=True, pass_fds=launch.pass_fds)
+        except BaseException:
+            launch.release()
+            raise
         finally:
             os.close(fd)
-        task = BackgroundTask(task_id, command, out_path, proc)
+        task = BackgroundTask(task_id, command, out_path, proc, launch=launch)
         task.waiter = asyncio.ensure_future(self._wait(task))
         self.tasks[task_id] = task
         return task
 
     @staticmethod
     async def _wait(task: BackgroundTask) -> None:
-        code = await task.proc.wait()
+        try:
+            code = await task.proc.wait()
+        finally:
+            if task.launch is not None:
+                task.launch.release()
         task.exit_code = code
         if task.status == "running":
             task.status = "completed" if code == 0 else "failed"
@@ -140,8 +151,9 @@ def tasks_dir(ctx: ToolContext) -> Path:
     return Path(base) / "tasks"
 
 
-async def start_background(command: str, ctx: ToolContext, env: dict[str, str]) -> ToolOutput:
-    task = await registry(ctx).start(command, Path(ctx.session.cwd), env, tasks_dir(ctx))
+async def start_background(command: str, ctx: ToolContext, env: dict[str, str],
+                           launch: Wrapped | None = None) -> ToolOutput:
+    task = await registry(ctx).start(command, Path(ctx.session.cwd), env, tasks_dir(ctx), launch)
     return ToolOutput(STARTED_TEXT.format(id=task.id, path=task.output), summary=f"background {task.id}")
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.proctree import TOKEN_VAR, kill_tree, new_token
+from tools.sandbox import Sandbox, Wrapped
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -41,6 +42,24 @@ Usage:
 - Quote paths that contain spaces with double quotes.
 - For a long-running command (a server, a watcher), set `run_in_background`: it keeps running across turns, its output goes to a file you can Read, TaskStop stops it. A plain `cmd &` must redirect its output (e.g. `> log 2>&1 &`), otherwise the call waits for it.
 - Give a short description (5-10 words) of what the command does."""
+
+
+# Claude Code 2.1.332's words (the input's description; the refusal when the sandbox is required).
+DISABLE_SANDBOX_DESCRIPTION = "Set this to true to dangerously override sandbox mode and run commands without sandboxing."
+SANDBOX_REQUIRED = ("Sandbox is required (sandbox.failIfUnavailable) and is not available here: {reason}. The command "
+                    "was refused, and so is a request to run it outside the sandbox (dangerouslyDisableSandbox): do "
+                    "not retry it that way.")
+
+
+def sandboxed_argv(sandbox: Sandbox | None, argv: list[str], cwd: Path, env: dict[str, str], command: str,
+                   input: dict[str, Any] | None = None, extra_writable: tuple[str, ...] = ()) -> Wrapped:
+    """`argv` as it is spawned: under bubblewrap when this call runs sandboxed, else unchanged.
+    Raises ToolError when the sandbox is required and cannot run."""
+    if sandbox is not None and sandbox.refuses:
+        raise ToolError(SANDBOX_REQUIRED.format(reason=sandbox.availability.reason))
+    if sandbox is not None and sandbox.runs_sandboxed(command, input):
+        return sandbox.wrap(argv, cwd, env, extra_writable)
+    return Wrapped(argv)
 
 
 def _kill_when_spawned(token: str) -> Callable[[asyncio.Future], None]:
@@ -76,11 +95,14 @@ class BashTool(Tool):
             "timeout": {"type": "number", "exclusiveMinimum": 0, "description": f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})."},
             "description": {"type": "string", "description": "What the command does, in 5-10 words, e.g. 'Run the unit tests'."},
             "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background (read its output with Read or TaskOutput, stop it with TaskStop)."},
+            "dangerouslyDisableSandbox": {"type": "boolean", "description": DISABLE_SANDBOX_DESCRIPTION},
         },
         "required": ["command"],
         "additionalProperties": False,
     }
     max_result_chars = 30_000
+    # The session's sandbox (tools/sandbox.py), shared with the gate; None: commands run as they are.
+    sandbox: Sandbox | None = None
 
     def describe(self, input: dict[str, Any]) -> str:
         cmd = input.get("command")
@@ -116,16 +138,21 @@ class BashTool(Tool):
         if input.get("run_in_background"):
             from tools.background_tasks import start_background
 
-            return await start_background(command, ctx, env)
+            launch = sandboxed_argv(self.sandbox, ["bash", "-c", command], cwd, env, command, input)
+            return await start_background(command, ctx, env, launch)
         fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
         os.close(fd)
         started = time.monotonic()
+        launch = Wrapped([])
         try:
+            # The cwd file is the one path outside the writable roots the sandboxed shell may write.
+            launch = sandboxed_argv(self.sandbox, ["bash", "-c", _WRAPPER, "bash", cwd_file, command], cwd, env,
+                                    command, input, (cwd_file,))
             spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-                "bash", "-c", _WRAPPER, "bash", cwd_file, command,
+                *launch.argv,
                 cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, pass_fds=launch.pass_fds,
             ))
             try:
                 proc = await asyncio.shield(spawn)
@@ -183,12 +210,15 @@ class BashTool(Tool):
             if final and os.path.isdir(final) and not timed_out:
                 ctx.session.cwd = Path(final)
         finally:
+            removed = launch.release()
             try:
                 os.unlink(cwd_file)
             except OSError:
                 pass
         elapsed = time.monotonic() - started
         output = b"".join(chunks).decode("utf-8", errors="replace")
+        for path in removed:
+            output += f"\n[sandbox: removed {path}, which the command created: git outside the sandbox would run code from it]"
         if dropped:
             output += f"\n[Output exceeded {HARD_CAP_BYTES // (1024 * 1024)} MB; {dropped} more bytes were discarded. Redirect large output to a file and Grep or Read it.]"
         text = note + output.rstrip("\n")
@@ -207,19 +237,28 @@ class BashTool(Tool):
         return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")
 
 
-async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0) -> tuple[str, int]:
-    """The REPL's `!command`: bash -c in `cwd`, output interleaved, the agent's credentials kept out, the
-    whole process tree killed on timeout or interrupt. Returns (output, exit code)."""
+async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0,
+                     sandbox: Sandbox | None = None) -> tuple[str, int]:
+    """The REPL's `!command`: bash -c in `cwd` (in the sandbox when it is on), output interleaved, the
+    agent's credentials kept out, the whole process tree killed on timeout or interrupt.
+    Returns (output, exit code)."""
     env = child_env()
     token = env[TOKEN_VAR] = new_token()
-    proc = await asyncio.create_subprocess_exec(
-        "bash", "-c", command, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
-    except (TimeoutError, asyncio.CancelledError):
-        kill_tree(proc.pid, token, signal.SIGKILL)
-        await proc.wait()
-        raise
+        launch = sandboxed_argv(sandbox, ["bash", "-c", command], Path(cwd), env, command)
+    except ToolError as exc:
+        return str(exc), 1
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *launch.argv, cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL, pass_fds=launch.pass_fds,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+        except (TimeoutError, asyncio.CancelledError):
+            kill_tree(proc.pid, token, signal.SIGKILL)
+            await proc.wait()
+            raise
+    finally:
+        launch.release()
     text = out[:HARD_CAP_BYTES].decode("utf-8", errors="replace")
     return text, proc.returncode or 0

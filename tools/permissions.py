@@ -295,6 +295,9 @@ class PermissionGate:
     headless: bool = False
     # Every denial of the current task, as Claude Code reports them (`permission_denials`).
     denials: list[dict[str, Any]] = field(default_factory=list)
+    # The session's sandbox (tools/sandbox.py): a Bash call it contains runs without asking (auto-allow);
+    # a request to leave it always asks. None: no sandbox.
+    sandbox: Any = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -444,8 +447,13 @@ class PermissionGate:
         read_only = tool.is_read_only(input)
         if self.mode == "plan" and not read_only:
             return Verdict(False, f"Plan mode: {tool.name} is not read-only and cannot run. " + REJECT_MESSAGE)
+        sandboxed = self._sandbox_verdict(tool, input, ctx, parsed)
+        if sandboxed is not None:
+            return sandboxed
         allow_rules = self._rules(self.allowed_tools) + [Rule(n, t) for n, t in self.session_rules]
         reasons = self._write_reasons(tool, input, ctx, parsed)
+        if tool.name == "Bash" and self.sandbox is not None and self.sandbox.asks_to_leave(input):
+            reasons.append("runs outside the sandbox (dangerouslyDisableSandbox)")
         read_reason = self._read_reason(tool, input, ctx)
         if read_reason and not self._match(self._rules(self.allowed_tools), tool, input, ctx, None, any_part=False):
             reasons.append(read_reason)
@@ -515,6 +523,20 @@ class PermissionGate:
         if answer == "once":
             return Verdict(True)
         return Verdict(False, REJECT_MESSAGE, end_turn=True)
+
+    def _sandbox_verdict(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
+                         parsed: ParsedCommand | None) -> Verdict | None:
+        """autoAllowBashIfSandboxed: a Bash call that runs inside the sandbox needs no question (the kernel
+        keeps it in the project), unless an ask rule names it. A sandbox that cannot run allows nothing."""
+        sandbox = self.sandbox
+        if tool.name != "Bash" or sandbox is None or not sandbox.auto_allow:
+            return None
+        command = input.get("command")
+        if not isinstance(command, str) or not sandbox.runs_sandboxed(command, input):
+            return None
+        if self._match(self._rules(self.ask_tools), tool, input, ctx, parsed, any_part=True) is not None:
+            return None
+        return Verdict(True)
 
     # -- the question's data --
     @staticmethod
