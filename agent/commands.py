@@ -270,26 +270,25 @@ async def _endpoint_serves(ctx: CommandContext, model: str) -> bool:
     from services.model_check import check_model
 
     today = today_utc()
-    client = None if ctx.engine.config.model == MOCK_MODEL else ctx.extras.get("model_client")
-    if client is None and ctx.engine.config.model != MOCK_MODEL:
-        from agent.model.anthropic import check_client
-
-        client = check_client()
-    if client is None:  # the offline model has no endpoint to ask
+    offline = getattr(getattr(ctx.opts, "settings", None), "mock", False) is True
+    if offline or ctx.engine.config.model == MOCK_MODEL:  # the offline model has no endpoint to ask
         ctx.say(not_recognized(model, today), "red")
         ctx.say(known_models_line(today), "dim")
         return False
+    from agent.model.anthropic import check_client
+
     wire, _ = wire_model(model)
-    result = await check_model(client, wire)
+    async with check_client() as client:
+        result = await check_model(client, wire)
     if result.verdict == "not_served":
         ctx.say(not_recognized(model, today), "red")
         ctx.say(known_models_line(today), "dim")
         return False
-    if result.verdict == "served":
-        learn(model, result.window, result.max_tokens)
-    else:
+    if result.verdict == "unknown":
         ctx.say(f"Could not check {safe_name(model)} against the endpoint ({result.detail}); using it as given.",
                 "yellow")
+    elif result.window or result.max_tokens:  # the Models API's limits; a probe tells none (window assumed)
+        learn(model, result.window, result.max_tokens)
     return True
 
 
