@@ -35,6 +35,8 @@ CLAUDE_CODE_VERSION: str = _DATA["claude_code_version"]
 _CATALOG: dict[str, Any] = _DATA["catalog"]
 RETIREMENT: dict[str, Any] = _DATA["retirement"]
 LEGACY_REMAP: tuple[str, ...] = tuple(_DATA["legacy_remap_to_opus"])
+# What Claude Code sent to each model with no setting at all (recorded): thinking, output_config, ...
+SENT_BY_DEFAULT: dict[str, dict[str, Any]] = _DATA.get("sent_by_default", {})
 
 PROVIDER = "first_party"  # the Anthropic API, or an Anthropic-compatible ANTHROPIC_BASE_URL
 RETIREMENT_PROVIDER = "firstParty"
@@ -83,6 +85,7 @@ class ModelInfo:
     native_1m: bool = False  # a 1M window without the beta
     supports_1m: bool = False  # `[1m]` (with the context-1m beta) gives it a 1M window
     knowledge_cutoff: str | None = None
+    effort_sent: str | None = None  # the `output_config.effort` Claude Code sends by default; None: none
 
 
 def _price(tier: Any) -> Price:
@@ -122,6 +125,7 @@ def _entry(m: dict[str, Any]) -> ModelInfo:
         default_effort=m.get("default_effort"), efforts=efforts, native_1m=bool(ctx.get("native_1m")),
         supports_1m=bool(ctx.get("supports_1m_beta") or ctx.get("native_1m")),
         knowledge_cutoff=m.get("knowledge_cutoff"),
+        effort_sent=((SENT_BY_DEFAULT.get(m["id"]) or {}).get("output_config") or {}).get("effort"),
     )
 
 

@@ -29,13 +29,21 @@ from services.models import (
     wire_model,
 )
 from services.scrub import scrub
-from services.thinking import ThinkingOptions, thinking_request
+from services.thinking import (
+    CONTEXT_MANAGEMENT_BETA,
+    EFFORT_BETA,
+    INTERLEAVED_THINKING_BETA,
+    ThinkingOptions,
+    request_extras,
+    thinking_request,
+)
 from services.usage import Usage, request_cost
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures/claude_code/models/recorded.json").read_text())
 CASES = RECORDED["cases"]
 RECORDED_ON = datetime.date.fromisoformat(RECORDED["recorded_on"])
 TODAY = datetime.datetime.now(datetime.UTC).date()
+THINKING_BETAS = (INTERLEAVED_THINKING_BETA, CONTEXT_MANAGEMENT_BETA, EFFORT_BETA)
 
 
 def _flag_model(case: dict) -> str | None:
@@ -182,22 +190,44 @@ def test_prices_come_from_claude_codes_tiers():
     assert price("mock").input == 0 and price("mock").output == 0
 
 
-@pytest.mark.parametrize(
-    ("model", "opts", "thinking", "effort"),
-    [
-        ("claude-sonnet-4-5", ThinkingOptions(budget=10_000), {"type": "enabled", "budget_tokens": 10_000}, None),
-        ("claude-sonnet-4-5", ThinkingOptions(always=True), {"type": "enabled", "budget_tokens": 31_999}, None),
-        ("claude-opus-4-6", ThinkingOptions(always=True, effort="low"), {"type": "adaptive"}, {"effort": "low"}),
-        ("claude-opus-5-5", ThinkingOptions(budget=5000), {"type": "adaptive"}, None),  # adaptive only
-        ("claude-3-5-haiku", ThinkingOptions(budget=5000), None, None),  # no thinking at all
-        ("claude-sonnet-4-5", ThinkingOptions(budget=0, always=True), None, None),  # 0 turns it off
-    ],
-)
-def test_thinking_request_per_model(model, opts, thinking, effort):
-    got, output_config, max_tokens = thinking_request(model, 32_000, opts)
-    assert got == thinking and output_config == effort
-    if got and got["type"] == "enabled":
-        assert got["budget_tokens"] < max_tokens <= max_output_tokens(model)
+def _thinking_options(case: dict) -> ThinkingOptions:
+    """The knobs of a recorded case, as the CLI reads them (services.thinking.options_from)."""
+    args, env = case["args"], case["env"]
+    budget = int(env["MAX_THINKING_TOKENS"]) if "MAX_THINKING_TOKENS" in env else None
+    if "--thinking" in args and args[args.index("--thinking") + 1] == "disabled":
+        budget = 0
+    always = (case["settings"] or {}).get("alwaysThinkingEnabled")
+    effort = args[args.index("--effort") + 1] if "--effort" in args else None
+    return ThinkingOptions(budget=budget, always=always, effort=effort)
+
+
+THINKING_CASES = sorted(n for n, c in CASES.items() if lookup(c["requests"][0]["model"]) is not None)
+
+
+@pytest.mark.parametrize("name", THINKING_CASES)
+def test_thinking_fields_are_what_claude_code_2_1_332_sent(name):
+    """Thinking on by default, its switches and knobs, per model: the same fields as the binary sent."""
+    case = CASES[name]
+    for sent in case["requests"]:
+        model = sent["model"]
+        thinking, output_config, max_tokens = thinking_request(
+            model, default_max_tokens(model, case["env"]), _thinking_options(case))
+        assert thinking == sent.get("thinking"), name
+        assert output_config == sent.get("output_config"), name
+        if name != "model_claude-3-opus":  # outside the catalog: 4096 there
+            assert max_tokens == sent["max_tokens"], name
+        context_management, betas = request_extras(thinking, output_config)
+        assert context_management == sent.get("context_management"), name
+        assert [b for b in sent["betas"] if b in THINKING_BETAS] == betas, name
+
+
+def test_thinking_toggle_and_an_explicit_budget():
+    on = ThinkingOptions()
+    assert on.toggled().off and not on.toggled().toggled().off
+    assert ThinkingOptions(budget=0).toggled().budget is None  # the REPL's toggle undoes MAX_THINKING_TOKENS=0
+    thinking, _, max_tokens = thinking_request("claude-haiku-4-5", 32_000, ThinkingOptions(budget=40_000))
+    assert thinking["budget_tokens"] == 40_000 < max_tokens <= max_output_tokens("claude-haiku-4-5")
+    assert thinking_request("my-gateway-model", 32_000, None) == (None, None, 32_000)  # unknown: nothing sent
 
 
 def test_cost_is_not_repriced_when_the_model_changes():

@@ -33,6 +33,7 @@ from services.model_types import (
 from services.models import wire_model
 from services.scrub import scrub
 from services.server_tools import betas_for
+from services.thinking import request_extras
 from services.trace import trace
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -41,7 +42,6 @@ INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
 # The SDK obeys any retry-after (up to days); a user at a terminal should never wait that long.
 MAX_RETRY_AFTER = 60.0
-INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 
 
 def request_metadata() -> dict[str, Any]:
@@ -287,9 +287,12 @@ class AnthropicModel:
         betas = [*self.betas, *[b for b in named.split(",") if b], *betas_for(tools), *model_betas]
         if request.thinking:
             kwargs["thinking"] = request.thinking
-            if request.thinking.get("type") == "enabled" and tools:
-                # Thinking between tool calls (adaptive thinking interleaves without the header).
-                betas.append(INTERLEAVED_THINKING_BETA)
+        # What goes with thinking, as Claude Code sends it: thinking kept whole across turns while it is
+        # on (context_management, which this SDK version does not name), and the betas.
+        context_management, thinking_betas = request_extras(request.thinking, request.output_config)
+        if context_management:
+            kwargs["extra_body"] = {"context_management": context_management}
+        betas += thinking_betas
         if betas:
             kwargs["extra_headers"] = {"anthropic-beta": ",".join(dict.fromkeys(betas))}
         if request.output_config:
