@@ -336,6 +336,9 @@ def cmd_status(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Transcript: {engine.paths.transcript}")
     ctx.say(f"Working directory: {ctx.cwd}")
     ctx.say(f"Model: {describe_model(engine.config.model)}")
+    from services.thinking import describe
+
+    ctx.say(f"Thinking: {describe(engine.config.model, getattr(engine.config, 'thinking', None))}")
     ctx.say(f"Permission mode: {engine.gate.mode}")
     ctx.say(f"Messages: {len(engine.messages)}")
     ctx.say(f"ctx ~{context_percent(engine)}%")

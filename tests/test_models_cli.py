@@ -106,3 +106,45 @@ def test_an_unknown_id_still_works_with_an_assumed_or_set_window(cli, fake_anthr
     assert fake_anthropic.requests[0].body["max_tokens"] == RECORDED["unknown_model"]["requests"][0]["max_tokens"]
     r = cli("-p", "hi", "--model", "my-gateway-model", CLAUDE_CODE_MAX_CONTEXT_TOKENS="300000")
     assert r.code == 0 and r.stderr == ""
+
+
+THINKING_KEYS = ("model", "max_tokens", "thinking", "output_config", "context_management")
+THINKING_BETAS = ("interleaved-thinking-2025-05-14", "context-management-2025-06-27", "effort-2025-11-24")
+
+
+@pytest.mark.parametrize("name", ["default", "model_claude-sonnet-4-5", "model_claude-opus-4-5", "alias_haiku",
+                                  "thinking_off_claude-haiku-4-5", "thinking_off_claude-opus-5-5",
+                                  "thinking_setting_false_claude-opus-4-6", "thinking_flag_disabled_claude-haiku-4-5",
+                                  "thinking_budget_5000_claude-haiku-4-5", "thinking_budget_5000_claude-opus-4-6",
+                                  "thinking_effort_low_claude-opus-4-6", "thinking_effort_low_claude-haiku-4-5",
+                                  "thinking_tools_claude-haiku-4-5"])
+def test_thinking_fields_through_the_cli_are_claude_codes(cli, fake_anthropic, name):
+    """Thinking on by default and its switches, sent as Claude Code 2.1.332 sent them (recorded)."""
+    from tests.fake_anthropic import thinking_block, tool_block
+
+    case = RECORDED[name]
+    if case["settings"]:
+        (Path(cli.agent_home) / "settings.json").write_text(json.dumps(case["settings"]))
+    if name.startswith("thinking_tools"):  # a reply that thinks, then calls a tool: the block goes back signed
+        fake_anthropic.reply(thinking_block("", "sig-recorded-1"), tool_block("Echo", {"message": "x"}))
+    fake_anthropic.text("ok")
+    r = cli("-p", "hi", *case["args"], **case["env"])
+    assert r.code == 0, r.stderr
+    assert len(fake_anthropic.requests) == len(case["requests"])
+    for ours, theirs in zip(fake_anthropic.requests, case["requests"], strict=True):
+        assert {k: ours.body.get(k) for k in THINKING_KEYS} == {k: theirs.get(k) for k in THINKING_KEYS}
+        betas = ours.headers.get("anthropic-beta", "").split(",")
+        assert [b for b in betas if b in THINKING_BETAS] == [b for b in theirs["betas"] if b in THINKING_BETAS]
+        if theirs.get("assistant_blocks"):
+            sent = [[b["type"] for b in m["content"]] for m in ours.body["messages"] if m["role"] == "assistant"]
+            assert sent == theirs["assistant_blocks"]
+            assert ours.body["messages"][1]["content"][0]["signature"] == "sig-recorded-1"  # untouched
+
+
+def test_thinking_tokens_are_output_tokens_in_the_result(cli, fake_anthropic):
+    from tests.fake_anthropic import thinking_block
+
+    fake_anthropic.reply(thinking_block("", "sig-1"), "ok", output_tokens=900)  # the API counts thinking in it
+    res = json.loads(cli("-p", "hi", "--output-format", "json").stdout)
+    assert res["usage"]["output_tokens"] == 900
+    assert res["total_cost_usd"] == pytest.approx((12 * 4 + 900 * 20) / 1e6)  # Opus 5.5: $4 in, $20 out

@@ -44,3 +44,20 @@ def test_a_retired_model_is_said_once_at_start_and_on_model(cli, fake_anthropic)
     run_line(child, "/model claude-sonnet-4-5", line, "Set model to Sonnet 4.5 (claude-sonnet-4-5)")
     child.send("/exit\r")
     assert finish(child) == 0
+
+
+def test_alt_t_turns_thinking_off_for_the_session_and_status_says_so(cli, fake_anthropic) -> None:
+    fake_anthropic.text("Thought about it.")
+    fake_anthropic.text("Answered without thinking.")
+    child = spawn(cli, "--model", "claude-haiku-4-5")
+    run_line(child, "/status", "Thinking: on (enabled, budget 31999) (Alt+T turns it off)")
+    run_line(child, "first", "Thought about it.")
+    child.send("\x1bt")  # Alt+T
+    assert "Thinking: off (Alt+T turns it on)" in read_until(child, lambda s: "Thinking: off (Alt+T" in s)
+    run_line(child, "second", "Answered without thinking.")
+    run_line(child, "/status", "Thinking: off (Alt+T turns it on)")
+    child.send("/exit\r")
+    assert finish(child) == 0
+    first, second = (r.body for r in fake_anthropic.requests)
+    assert first["thinking"] == {"type": "enabled", "budget_tokens": 31_999, "display": "omitted"}
+    assert second["thinking"] == {"type": "disabled"} and "context_management" not in second
