@@ -262,7 +262,8 @@ async def cmd_model(ctx: CommandContext, args: str) -> None:
 
 def describe_model(model: str) -> str:
     known = lookup(model)
-    return f"{known.display_name} ({model})" if known is not None and known.display_name else model
+    shown = safe_name(model)  # a name from a settings file or the prompt: id characters only
+    return f"{known.display_name} ({shown})" if known is not None and known.display_name else shown
 
 
 async def _endpoint_serves(ctx: CommandContext, model: str) -> bool:
