@@ -22,7 +22,10 @@ from services.messages import assistant_message, text_block, user_message
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from services import models
+
     monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(models, "_learned", {})  # limits /model learns last for the process only
     proj = tmp_path / "proj"
     proj.mkdir()
 

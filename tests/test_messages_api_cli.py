@@ -186,7 +186,8 @@ def test_thinking_is_requested_and_omitted_from_text(batch, fmt):
     r, fake = run_of(batch, f"thinking-{fmt}")
     assert r.code == 0, r.stderr
     body = fake.requests[0].body
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": 4000} and body["max_tokens"] > 4000
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 4000, "display": "omitted"}
+    assert body["max_tokens"] > 4000
     assert "secret plan" not in r.stdout
     if fmt == "text":
         assert r.stdout == "Visible answer.\n"

@@ -147,7 +147,8 @@ def test_thinking_support_per_model_matches_what_claude_code_sent():
             assert kept == (models.thinking_support(model) == "adaptive_only"), model
 
 
-def test_unknown_ids_get_claude_codes_assumptions_or_a_set_window():
+def test_unknown_ids_get_claude_codes_assumptions_or_a_set_window(monkeypatch):
+    monkeypatch.setattr(models, "_learned", {})  # what /model learned elsewhere in this process
     assert context_window("my-gateway-model") == 1_000_000 and default_max_tokens("my-gateway-model", {}) == 32_000
     assert context_window("my-gateway-model", {"CLAUDE_CODE_MAX_CONTEXT_TOKENS": "300000"}) == 300_000
     notice = unknown_model_notice("my-gateway-model\x1b[2J", {})
