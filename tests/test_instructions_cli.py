@@ -102,3 +102,29 @@ def test_agent_home_agents_md_is_the_users_file(tmp_path, cli, trusted):
     assert (f"Contents of {cli.agent_home / 'AGENTS.md'} (user's private global instructions for all "
             "projects):\n\nAGENT-HOME-AGENTS") in system
     assert system.index("USER-RULE text") < system.index("AGENT-HOME-AGENTS")
+
+
+def test_claude_md_excludes_from_the_settings(tmp_path, cli):
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text(json.dumps(
+        {"claudeMdExcludes": ["**/outer/CLAUDE.md", "**/.claude/rules/**", "**/sub/CLAUDE.md"]}))
+    result, bodies = _run(tmp_path, cli, trusted=True)
+    sent = json.dumps(bodies)
+    for excluded in ("OUTER-ABOVE-REPO", "RULE-GENERAL", "USER-RULE", "RULE-TS-ONLY", "SUB-CLAUDE-MD"):
+        assert excluded not in sent
+    assert "PROJ-CLAUDE-MD" in sent and "USER-CLAUDE-MD" in sent
+    assert "claudeMdExcludes" not in result.stderr  # a known setting: no warning
+
+
+def test_a_subdirectory_agents_md_joins_where_it_is_the_file_in_use(tmp_path, cli):
+    home, proj = lay_out(tmp_path)
+    (proj / "lib").mkdir()
+    (proj / "lib" / "AGENTS.md").write_text("LIB-AGENTS-MD\n")
+    (proj / "lib" / "x.py").write_text("x = 1\n")
+    trust(proj, cli.agent_home)
+    cli.fake.reply(tool_block("Read", {"file_path": str(proj / "lib" / "x.py")}))
+    cli.fake.reply("Done.")
+    assert CliRunner(cli.agent_home, proj, cli.fake)("-p", "Go.", HOME=str(home), CLAUDE_CONFIG_DIR=None).code == 0
+    assert _after_results(cli.fake.requests[1].body) == [
+        f"<system-reminder>\nContents of {proj / 'lib' / 'AGENTS.md'}:\n\nLIB-AGENTS-MD\n\n</system-reminder>"]

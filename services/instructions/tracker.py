@@ -27,6 +27,7 @@ class InstructionTracker:
     conditional: list[InstructionFile] = field(default_factory=list)
     announced: set[str] = field(default_factory=set)  # real paths already in the context
     notices: list[str] = field(default_factory=list)
+    joined: list[InstructionFile] = field(default_factory=list)  # announced during the session, in order
 
     @classmethod
     def after(cls, loaded: Loaded, places: Places, trusted: bool, excludes: list[str]) -> InstructionTracker:
@@ -38,6 +39,7 @@ class InstructionTracker:
         fresh: list[InstructionFile] = []
         fresh += self._nested(path)
         fresh += self._rules_for(path)
+        self.joined += fresh
         return fresh
 
     def _nested(self, path: Path) -> list[InstructionFile]:
