@@ -12,6 +12,7 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_home, env_flag
+from services.instructions.render import nested_limit
 from services.models import context_window
 from services.settings import LOCAL_SETTINGS, MergedSettings
 from tools.mcp_tool import mcp_tools, sync_mcp_tools
@@ -141,6 +142,8 @@ def build_engine(
     engine.prompt_builder = prompt
     # Instruction files (issue 39): the tracker announces nested files and path rules on first touch.
     engine.state.extras["instructions"] = prompt.tracker
+    prompt.tracker.history = lambda: engine.messages
+    prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
     for notice in prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))

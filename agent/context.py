@@ -206,8 +206,7 @@ class SystemPromptBuilder:
         snap = self.memory.refresh()
         if self._env_session != session or not self._env:
             if self._env_session is not None:  # a new session (/clear): nested files are announced afresh
-                self.tracker.announced = set()
-                self.tracker.joined = []
+                self.tracker.reset()
             self._env_session = session
             self._env = environment_block(self.cwd)
         key = (session, snap.mtime_ns, snap.size, self._inputs_key())

@@ -128,3 +128,17 @@ def test_a_subdirectory_agents_md_joins_where_it_is_the_file_in_use(tmp_path, cl
     assert CliRunner(cli.agent_home, proj, cli.fake)("-p", "Go.", HOME=str(home), CLAUDE_CONFIG_DIR=None).code == 0
     assert _after_results(cli.fake.requests[1].body) == [
         f"<system-reminder>\nContents of {proj / 'lib' / 'AGENTS.md'}:\n\nLIB-AGENTS-MD\n\n</system-reminder>"]
+
+
+def test_a_resumed_session_does_not_announce_a_file_again(tmp_path, cli):
+    home, proj = lay_out(tmp_path)
+    trust(proj, cli.agent_home)
+    runner = CliRunner(cli.agent_home, proj, cli.fake)
+    for _ in range(2):
+        cli.fake.reply(tool_block("Read", {"file_path": str(proj / "sub" / "file.txt")}))
+        cli.fake.reply("Done.")
+    assert runner("-p", "Go.", HOME=str(home), CLAUDE_CONFIG_DIR=None).code == 0
+    assert runner("-p", "-c", "Again.", HOME=str(home), CLAUDE_CONFIG_DIR=None).code == 0
+    bodies = [r.body for r in cli.fake.requests]
+    assert json.dumps(bodies[1]).count("SUB-CLAUDE-MD") == 1
+    assert json.dumps(bodies[3]).count("SUB-CLAUDE-MD") == 1  # the earlier announcement, not a second one

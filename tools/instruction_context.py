@@ -34,4 +34,4 @@ def instruction_reminders(ctx: ToolContext, use: dict[str, Any], block: dict[str
     tracker.notices.clear()
     for f in files:
         trace("instructions.nested", path=str(f.path), kind=f.kind, chars=len(f.content))
-    return [user_message(nested_reminder(f), meta={"instructions": str(f.path)}) for f in files]
+    return [user_message(nested_reminder(f, tracker.nested_limit), meta={"instructions": str(f.path)}) for f in files]

@@ -9,11 +9,14 @@ never inserted into the system prompt, so the cached prefix stays byte for byte.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from services.instructions.globs import rule_applies
 from services.instructions.loader import InstructionFile, Loaded, Places, Walk, directory_files
+from services.instructions.render import MAX_NESTED_CHARS
 
 # The tools whose file argument counts as touching it (Claude Code: Read, Edit, Write).
 TOUCHING_TOOLS = ("Read", "Edit", "Write")
@@ -28,6 +31,10 @@ class InstructionTracker:
     announced: set[str] = field(default_factory=set)  # real paths already in the context
     notices: list[str] = field(default_factory=list)
     joined: list[InstructionFile] = field(default_factory=list)  # announced during the session, in order
+    # The session's messages: a resumed session already holds announcements (meta `instructions`).
+    history: Callable[[], list[dict[str, Any]]] | None = None
+    _scanned: int = 0
+    nested_limit: int = MAX_NESTED_CHARS  # characters of a joining file before it is cut (by the window)
 
     @classmethod
     def after(cls, loaded: Loaded, places: Places, trusted: bool, excludes: list[str]) -> InstructionTracker:
@@ -36,11 +43,27 @@ class InstructionTracker:
     def touched(self, file_path: Path) -> list[InstructionFile]:
         """The files to announce now that the model works on `file_path` (each only once)."""
         path = Path(os.path.abspath(file_path))
+        self._note_history()
         fresh: list[InstructionFile] = []
         fresh += self._nested(path)
         fresh += self._rules_for(path)
         self.joined += fresh
         return fresh
+
+    def reset(self) -> None:
+        """A new session: nothing announced yet."""
+        self.announced, self.joined, self._scanned = set(), [], 0
+
+    def _note_history(self) -> None:
+        """Files a resumed (or earlier) part of the session already announced are not announced again."""
+        messages = self.history() if self.history is not None else []
+        if len(messages) < self._scanned:
+            self._scanned = 0
+        for m in messages[self._scanned:]:
+            where = (m.get("meta") or {}).get("instructions")
+            if isinstance(where, str):
+                self.announced.add(os.path.realpath(where))
+        self._scanned = len(messages)
 
     def _nested(self, path: Path) -> list[InstructionFile]:
         cwd = self.places.cwd
