@@ -194,6 +194,7 @@ class SystemPromptBuilder:
     def _load(self) -> str:
         self.loaded = load_instructions(self.places, self.trusted, self.excludes)
         self.tracker.conditional = list(self.loaded.conditional)
+        self.tracker.startup = set(self.loaded.seen)
         self.tracker.announced |= self.loaded.seen
         for notice in self.loaded.notices:
             if notice not in self._shown:

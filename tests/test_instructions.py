@@ -91,3 +91,26 @@ def test_a_link_inside_the_project_is_followed(tmp_path):
     os.symlink(tmp_path / "docs" / "rules.md", tmp_path / "CLAUDE.md")
     loaded = load_instructions(Places.for_cwd(tmp_path, Path("/nonexistent-home")), trusted=True)
     assert [f.content for f in loaded.files] == ["shared rules\n"] and loaded.notices == []
+
+
+def test_compaction_and_sub_agents_see_a_nested_file_again(tmp_path):
+    write(tmp_path / "sub" / "CLAUDE.md", "sub rules\n")
+    places = Places.for_cwd(tmp_path, tmp_path / "nohome")
+    tracker = InstructionTracker.after(load_instructions(places, trusted=True), places, True, [])
+    history: list[dict] = [{"role": "user", "content": []}] * 3
+    tracker.history = lambda: history
+    assert len(tracker.touched(tmp_path / "sub" / "x.py")) == 1
+    assert tracker.fork().touched(tmp_path / "sub" / "x.py") != []  # a sub-agent's own context
+    history.append({"role": "user", "content": [], "meta": {"instructions": str(tmp_path / "sub" / "CLAUDE.md")}})
+    assert tracker.touched(tmp_path / "sub" / "x.py") == []
+    history[:] = history[:1]  # compacted: the announcement was summarised away
+    assert len(tracker.touched(tmp_path / "sub" / "x.py")) == 1
+
+
+def test_the_users_claude_md_may_link_inside_the_home(tmp_path):
+    home = tmp_path / "home"
+    write(home / "dotfiles" / "claude.md", "my dotfiles rules\n")
+    (home / ".claude").mkdir()
+    os.symlink(home / "dotfiles" / "claude.md", home / ".claude" / "CLAUDE.md")
+    loaded = load_instructions(Places.for_cwd(tmp_path / "proj", home), trusted=False)
+    assert [f.content for f in loaded.files] == ["my dotfiles rules\n"] and loaded.notices == []

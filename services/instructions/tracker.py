@@ -35,10 +35,17 @@ class InstructionTracker:
     history: Callable[[], list[dict[str, Any]]] | None = None
     _scanned: int = 0
     nested_limit: int = MAX_NESTED_CHARS  # characters of a joining file before it is cut (by the window)
+    startup: set[str] = field(default_factory=set)  # real paths in the system prompt's instructions
 
     @classmethod
     def after(cls, loaded: Loaded, places: Places, trusted: bool, excludes: list[str]) -> InstructionTracker:
-        return cls(places, trusted, list(excludes), list(loaded.conditional), set(loaded.seen))
+        return cls(places, trusted, list(excludes), list(loaded.conditional), set(loaded.seen),
+                   startup=set(loaded.seen))
+
+    def fork(self) -> InstructionTracker:
+        """A sub-agent's own tracker: its history starts empty, so only the start-up files count as known."""
+        return InstructionTracker(self.places, self.trusted, list(self.excludes), list(self.conditional),
+                                  set(self.startup), startup=set(self.startup), nested_limit=self.nested_limit)
 
     def touched(self, file_path: Path) -> list[InstructionFile]:
         """The files to announce now that the model works on `file_path` (each only once)."""
@@ -52,13 +59,13 @@ class InstructionTracker:
 
     def reset(self) -> None:
         """A new session: nothing announced yet."""
-        self.announced, self.joined, self._scanned = set(), [], 0
+        self.announced, self.joined, self._scanned = set(self.startup), [], 0
 
     def _note_history(self) -> None:
         """Files a resumed (or earlier) part of the session already announced are not announced again."""
         messages = self.history() if self.history is not None else []
-        if len(messages) < self._scanned:
-            self._scanned = 0
+        if len(messages) < self._scanned:  # compacted: what was summarised away may be announced again
+            self.announced, self._scanned = set(self.startup), 0
         for m in messages[self._scanned:]:
             where = (m.get("meta") or {}).get("instructions")
             if isinstance(where, str):
