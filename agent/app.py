@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.context import SystemPromptBuilder
+from agent.context import SystemPromptBuilder, instruction_places
 from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_environ, agent_home, env_flag
+from services.instructions.render import nested_limit
 from services.models import context_window
 from services.settings import LOCAL_SETTINGS, MergedSettings
 from tools.mcp_tool import mcp_tools, sync_mcp_tools
@@ -106,7 +108,7 @@ def build_engine(
     settings = opts.settings
     home = agent_home()
     skills = discover_skills(opts.cwd, home)
-    prompt = SystemPromptBuilder(opts.cwd, home, skills)
+    prompt = instruction_prompt(opts, home, skills)
     # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
     agent_tool = AgentTool(
         lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
@@ -163,6 +165,12 @@ def build_engine(
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
     engine.prompt_builder = prompt
+    # Instruction files (issue 39): the tracker announces nested files and path rules on first touch.
+    engine.state.extras["instructions"] = prompt.tracker
+    prompt.tracker.history = lambda: engine.messages
+    prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
+    for notice in prompt.take_notices():
+        sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
     # Spill files (issue 4): remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
     from services.spill_cleanup import cleanup_spill_dirs
@@ -181,6 +189,22 @@ def _attach_sandbox(opts: AppOptions, gate: PermissionGate, tools: list) -> None
     for tool in tools:
         if isinstance(tool, BashTool):
             tool.sandbox = opts.sandbox
+
+
+def instruction_prompt(opts: AppOptions, home: Path, skills: list) -> SystemPromptBuilder:
+    """The system prompt builder with Claude Code's instruction files: the user's always, the project's
+    only in a trusted folder; `claudeMdExcludes` from the settings in force."""
+    from services.settings import user_files
+
+    trusted_files = [f for f in (opts.merged.files if opts.merged else [])
+                     if opts.trusted or f.scope not in ("project", "local")]
+    excludes = [p for f in trusted_files for p in _str_list(f.data.get("claudeMdExcludes"))]
+    places = instruction_places(opts.cwd, home, Path.home(), user_files(home)[0].parent)
+    return SystemPromptBuilder(opts.cwd, home, skills, trusted=opts.trusted, places=places, excludes=excludes)
+
+
+def _str_list(value: object) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _with_mcp_instructions(system: str, mcp) -> str:  # noqa: ANN001

@@ -345,22 +345,51 @@ def cmd_status(ctx: CommandContext, args: str) -> None:
     ctx.say(f"ctx ~{context_percent(engine)}%")
 
 
-MEMORY_FILES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", ".agents/memory/MEMORY.md")
+KIND_LABELS = {"User": "user", "Project": "project", "Local": "local"}
+
+
+def _instruction_line(cwd: Path, f: Any, note: str = "") -> str:
+    """One loaded file: its kind, its path (relative to the project when inside), size, where from."""
+    try:
+        shown = str(Path(f.path).relative_to(cwd))
+    except ValueError:
+        shown = str(f.path)
+    extra = [f"{len(f.content)} chars"]
+    if f.parent is not None:
+        extra.append(f"imported by {Path(f.parent).name}")
+    if f.globs:
+        extra.append("paths: " + ", ".join(f.globs))
+    if note:
+        extra.append(note)
+    return f"  {KIND_LABELS.get(f.kind, f.kind):8} {shown} ({'; '.join(extra)})"
 
 
 def cmd_memory(ctx: CommandContext, args: str) -> None:
-    found = False
-    for rel in MEMORY_FILES:
-        path = ctx.cwd / rel
-        if path.is_file():
-            found = True
-            try:
-                size = len(path.read_text(encoding="utf-8", errors="replace"))
-            except OSError:
-                size = 0
-            ctx.say(f"Memory: {rel} ({size} chars)")
-    if not found:
-        ctx.say("Memory: no AGENTS.md, CLAUDE.md or .agents/memory/MEMORY.md in this project (try /init).", "dim")
+    """What the model was given: the instruction files in Claude Code's order, the rules and nested files
+    that joined since, the ones still waiting for a matching file, and the agent memory file."""
+    builder = getattr(ctx.engine, "prompt_builder", None)
+    loaded = getattr(builder, "loaded", None)
+    tracker = getattr(builder, "tracker", None)
+    files = list(loaded.files) if loaded else []
+    joined = list(tracker.joined) if tracker else []
+    waiting = [r for r in (tracker.conditional if tracker else []) if r not in joined]
+    if files or joined:
+        ctx.say("Instruction files loaded:")
+        for f in files:
+            ctx.say(_instruction_line(ctx.cwd, f))
+        for f in joined:
+            ctx.say(_instruction_line(ctx.cwd, f, "joined when the model touched a file below it"))
+    else:
+        ctx.say("Instruction files: none loaded (CLAUDE.md, CLAUDE.local.md, .claude/rules/, "
+                "~/.claude/CLAUDE.md; try /init).", "dim")
+    for f in waiting:
+        ctx.say(_instruction_line(ctx.cwd, f, "waiting for a matching file"), "dim")
+    if builder is not None and not builder.trusted:
+        ctx.say("This folder is not trusted: its instruction files are not loaded (`agent trust` trusts it).", "dim")
+    memory = getattr(builder, "memory_path", None) or ctx.cwd / ".agents" / "memory" / "MEMORY.md"
+    size = len(builder.memory.content or "") if builder is not None else 0
+    state = f"{size} chars" if builder is not None and builder.memory.content is not None else "not created yet"
+    ctx.say(f"Agent memory: {memory} ({state})")
 
 
 def cmd_init(ctx: CommandContext, args: str) -> CommandResult:
@@ -581,7 +610,7 @@ def default_router() -> CommandRouter:
     router.register("model", cmd_model, "show or set the model [name]")
     router.register("permissions", cmd_permissions, "show mode and rules; switch mode [mode]")
     router.register("status", cmd_status, "session, model, mode and context usage")
-    router.register("memory", cmd_memory, "show the project memory files in use")
+    router.register("memory", cmd_memory, "show the instruction and memory files in use, and from where")
     router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")
     router.register("resume", cmd_resume, "resume an earlier session of this project [number|id]")
     router.register("todos", cmd_todos, "show the current plan")

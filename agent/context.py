@@ -1,32 +1,24 @@
 """The system prompt: who the agent is, how to use its tools, the environment, and what the project says.
 
-Parts, joined by blank lines: the base prompt, the environment block, the user-level instructions
-(`<agent home>/AGENTS.md`), the project context (`AGENTS.md` / `CLAUDE.md`), the Agent Memory section and
-the skills catalog. Byte-stable within a session (the environment block is taken once per session),
+Parts, joined by blank lines: the base prompt, the environment block, the instruction files in Claude
+Code's words (`services/instructions`: the user's, the project's, the local ones, with imports and rules),
+the Agent Memory section and the skills catalog. Byte-stable within a session (the environment block is taken once per session),
 because it heads the cached prefix; `SystemPromptBuilder` rebuilds it only when an input changes.
 Also here: the `/init` prompt.
 """
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from services.instructions import InstructionTracker, Loaded, Places, claude_md_text, load_instructions
 from services.memory import MemoryStore, memory_section
 from services.skills import Skill, skill_catalog
-from services.skills.discover import cap_bytes
 from services.trace import trace
-
-PROJECT_CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
-USER_CONTEXT_FILE = "AGENTS.md"
-MAX_PROJECT_CONTEXT_BYTES = 64 * 1024
-PROJECT_CONTEXT_TRUNCATED_NOTE = "\n\n[project context truncated at 64KB]"
-USER_CONTEXT_TRUNCATED_NOTE = "\n\n[user instructions truncated at 64KB]"
-MAX_PARENT_LEVELS = 5
-CONTEXT_SEPARATOR = "\n\n---\n\n"
 
 BASE_PROMPT = """You are a coding agent working in the user's terminal, inside their project. You read, search, change and run code with the tools you are given, on the user's behalf, and you keep them informed of what you do.
 
@@ -130,80 +122,10 @@ def environment_block(cwd: Path) -> str:
     return "\n".join(lines)
 
 
-# -- project context ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ProjectContext:
-    directory: Path
-    files: tuple[Path, ...]
-    text: str
-
-
-def context_search_dirs(cwd: Path) -> list[Path]:
-    """cwd and at most 5 parents, stopping after the repository root (a directory with `.git`)."""
-    dirs: list[Path] = []
-    current = cwd.resolve()
-    for _ in range(MAX_PARENT_LEVELS + 1):
-        dirs.append(current)
-        if (current / ".git").exists() or current.parent == current:
-            break
-        current = current.parent
-    return dirs
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-
-
-def find_project_context(cwd: Path) -> ProjectContext | None:
-    """The first directory (walking up) with AGENTS.md and/or CLAUDE.md; both merged, AGENTS first."""
-    for d in context_search_dirs(cwd):
-        parts: list[tuple[Path, str]] = []
-        for name in PROJECT_CONTEXT_FILES:
-            path = d / name
-            if path.is_file():
-                text = _read(path)
-                if text is not None:
-                    parts.append((path, text))
-        if parts:
-            merged = CONTEXT_SEPARATOR.join(t for _, t in parts)
-            merged = cap_bytes(merged, MAX_PROJECT_CONTEXT_BYTES, PROJECT_CONTEXT_TRUNCATED_NOTE)
-            return ProjectContext(d, tuple(p for p, _ in parts), merged)
-    return None
-
-
-def load_project_context(cwd: Path) -> str | None:
-    found = find_project_context(cwd)
-    return found.text if found else None
-
-
-def load_user_context(home: Path | None) -> str | None:
-    if home is None:
-        return None
-    text = _read(home / USER_CONTEXT_FILE)
-    if text is None or not text.strip():
-        return None
-    return cap_bytes(text, MAX_PROJECT_CONTEXT_BYTES, USER_CONTEXT_TRUNCATED_NOTE)
-
-
-def _project_section(found: ProjectContext) -> str:
-    names = ", ".join(str(p) for p in found.files)
-    return (
-        "# Project instructions\n\n"
-        f"The project's instruction files ({names}) follow. They describe how to work in this repository; "
-        "follow them, they take precedence over the general guidance above.\n\n"
-        f"{found.text.strip()}"
-    )
-
-
-def _user_section(home: Path, text: str) -> str:
-    return (
-        "# User instructions\n\n"
-        f"The user's own instructions for every project ({home / USER_CONTEXT_FILE}):\n\n"
-        f"{text.strip()}"
-    )
+# -- instructions (Claude Code's CLAUDE.md files) ---------------------------------------------------
+def instruction_places(cwd: Path, home: Path | None, user_home: Path | None = None,
+                       claude_dir: Path | None = None) -> Places:
+    return Places.for_cwd(cwd, user_home or Path.home(), claude_dir, home)
 
 
 def build_system_prompt(
@@ -213,16 +135,16 @@ def build_system_prompt(
     skills: list[Skill] | None = None,
     memory: str | None = None,
     env: str | None = None,
-    project: ProjectContext | None | bool = True,
+    instructions: str | None = None,
+    trusted: bool = True,
 ) -> str:
-    """The whole system prompt. `project=True` searches for the project context; `env` reuses a block."""
+    """The whole system prompt. `instructions` is the CLAUDE.md text (loaded here when None); `env` reuses
+    a block."""
     parts = [BASE_PROMPT, env if env is not None else environment_block(cwd)]
-    user = load_user_context(home)
-    if user is not None and home is not None:
-        parts.append(_user_section(home, user))
-    found = find_project_context(cwd) if project is True else (project or None)
-    if found is not None:
-        parts.append(_project_section(found))
+    if instructions is None:
+        instructions = claude_md_text(load_instructions(instruction_places(cwd, home), trusted).files)
+    if instructions:
+        parts.append(instructions)
     parts.append(memory_section(cwd, memory))
     catalog = skill_catalog(skills or [])
     if catalog:
@@ -230,52 +152,80 @@ def build_system_prompt(
     return "\n\n".join(parts)
 
 
-def _stat_key(path: Path) -> tuple[int, int] | None:
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size)
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 class SystemPromptBuilder:
     """Caches the system prompt; rebuilds it only when an input changed.
 
-    Inputs: the session (a new session takes a new environment block), the memory file, the project
-    context files along the search path, and the user-level file. Skills are discovered once.
+    Inputs: the session (a new session takes a new environment block), the memory file, and every
+    instruction file and folder the last load looked at. Skills are discovered once. The instruction
+    files' notices (a refused link) are kept in `notices` for the front end, each once.
     """
 
-    def __init__(self, cwd: Path, home: Path | None = None, skills: list[Skill] | None = None):
+    def __init__(self, cwd: Path, home: Path | None = None, skills: list[Skill] | None = None, *,
+                 trusted: bool = True, places: Places | None = None, excludes: list[str] | None = None):
         self.cwd = cwd
         self.home = home
         self.skills = list(skills or [])
         self.memory = MemoryStore(cwd)
         self.builds = 0
+        self.trusted = trusted
+        self.places = places or instruction_places(cwd, home)
+        self.excludes = list(excludes or [])
+        self.loaded: Loaded | None = None
+        self.tracker = InstructionTracker(self.places, trusted, self.excludes)
+        self.notices: list[str] = []
+        self._shown: set[str] = set()
         self._key: tuple | None = None
         self._prompt = ""
         self._env_session: str | None = None
         self._env = ""
 
     def _inputs_key(self) -> tuple:
-        files = [d / n for d in context_search_dirs(self.cwd) for n in PROJECT_CONTEXT_FILES]
-        if self.home is not None:
-            files.append(self.home / USER_CONTEXT_FILE)
-        return tuple(_stat_key(p) for p in files)
+        watched = self.loaded.watched if self.loaded else []
+        return tuple(_stat_key(p) for p in watched)
+
+    def _load(self) -> str:
+        self.loaded = load_instructions(self.places, self.trusted, self.excludes)
+        self.tracker.conditional = list(self.loaded.conditional)
+        self.tracker.startup = set(self.loaded.seen)
+        self.tracker.announced |= self.loaded.seen
+        for notice in self.loaded.notices:
+            if notice not in self._shown:
+                self._shown.add(notice)
+                self.notices.append(notice)
+                trace("instructions.notice", text=notice)
+        return claude_md_text(self.loaded.files)
 
     def build(self, session: str = "") -> str:
         snap = self.memory.refresh()
         if self._env_session != session or not self._env:
+            if self._env_session is not None:  # a new session (/clear): nested files are announced afresh
+                self.tracker.reset()
             self._env_session = session
             self._env = environment_block(self.cwd)
         key = (session, snap.mtime_ns, snap.size, self._inputs_key())
-        if key != self._key:
+        if key != self._key or self.loaded is None:
+            instructions = self._load()
             self._prompt = build_system_prompt(
-                self.cwd, home=self.home, skills=self.skills, memory=snap.content, env=self._env
+                self.cwd, home=self.home, skills=self.skills, memory=snap.content, env=self._env,
+                instructions=instructions,
             )
-            self._key = key
+            self._key = (session, snap.mtime_ns, snap.size, self._inputs_key())
             self.builds += 1
-            trace("context.system_prompt", chars=len(self._prompt), build=self.builds, skills=len(self.skills))
+            trace("context.system_prompt", chars=len(self._prompt), build=self.builds, skills=len(self.skills),
+                  instruction_files=len(self.loaded.files) if self.loaded else 0)
         return self._prompt
+
+    def take_notices(self) -> list[str]:
+        out, self.notices = self.notices, []
+        return out
 
     @property
     def memory_path(self) -> Path:

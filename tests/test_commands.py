@@ -241,10 +241,23 @@ async def test_init_asks_for_a_turn(env, tmp_path: Path) -> None:
 async def test_memory_lists_files(env) -> None:
     ctx, buf = env()
     await ctx.router.dispatch("/memory", ctx)
-    assert "no AGENTS.md" in buf.getvalue()
-    (ctx.cwd / "AGENTS.md").write_text("be nice\n")
+    assert "Instruction files: none loaded" in buf.getvalue()
+    assert "not trusted" in buf.getvalue()
+    (ctx.cwd / "CLAUDE.md").write_text("be nice\n@docs/x.md\n")
+    (ctx.cwd / "docs").mkdir()
+    (ctx.cwd / "docs" / "x.md").write_text("x rules\n")
+    (ctx.cwd / ".claude" / "rules").mkdir(parents=True)
+    (ctx.cwd / ".claude" / "rules" / "py.md").write_text("---\npaths: src/*.py\n---\npython rules\n")
+    ctx.engine.prompt_builder.trusted = True
+    ctx.engine.prompt_builder.tracker.trusted = True
+    ctx.engine.prompt_builder.loaded = None  # trust does not change inside a session: force the reload
+    ctx.engine.prompt_builder.build(ctx.engine.session_id)
     await ctx.router.dispatch("/memory", ctx)
-    assert "Memory: AGENTS.md (8 chars)" in buf.getvalue()
+    out = buf.getvalue()
+    assert "project  CLAUDE.md (19 chars)" in out
+    assert "project  docs/x.md (8 chars; imported by CLAUDE.md)" in out
+    assert "project  .claude/rules/py.md (13 chars; paths: src/*.py; waiting for a matching file)" in out
+    assert "Agent memory:" in out and "not created yet" in out
 
 
 async def test_resume_without_picker_lists_sessions(env) -> None:

@@ -9,69 +9,54 @@ from pathlib import Path
 
 from agent.context import (
     BASE_PROMPT,
-    MAX_PROJECT_CONTEXT_BYTES,
     SystemPromptBuilder,
     build_system_prompt,
     environment_block,
-    find_project_context,
     init_prompt,
     init_target_file,
-    load_project_context,
 )
+from services.instructions import Places, claude_md_text, load_instructions
 from services.memory import MEMORY_RELATIVE_PATH
 from services.skills import discover_skills
 from tests.files import write
 
 
-# -- project context (reference: projectContext.test.ts) ---------------------------------------
-def test_agents_md_alone(tmp_path):
+# -- project context: the instruction files (services/instructions; Claude Code 2.1.332's walk) -----
+def _text(cwd: Path, trusted: bool = True) -> str:
+    places = Places.for_cwd(cwd, cwd / "no-home")
+    return claude_md_text(load_instructions(places, trusted).files)
+
+
+def test_agents_md_alone_is_the_file_in_use(tmp_path):
     write(tmp_path / "AGENTS.md", "# Agent rules\n")
-    assert load_project_context(tmp_path) == "# Agent rules\n"
+    assert f"Contents of {tmp_path / 'AGENTS.md'} (project instructions, checked into the codebase):\n\n# Agent rules" \
+        in _text(tmp_path)
 
 
-def test_claude_md_alone(tmp_path):
-    write(tmp_path / "CLAUDE.md", "# Claude rules\n")
-    assert load_project_context(tmp_path) == "# Claude rules\n"
-
-
-def test_both_merged_agents_first(tmp_path):
+def test_claude_md_wins_over_agents_md_in_one_directory(tmp_path):
     write(tmp_path / "AGENTS.md", "agents")
     write(tmp_path / "CLAUDE.md", "claude")
-    assert load_project_context(tmp_path) == "agents\n\n---\n\nclaude"
+    text = _text(tmp_path)
+    assert "claude" in text and "agents" not in text
 
 
 def test_none(tmp_path):
     (tmp_path / ".git").mkdir()
-    assert load_project_context(tmp_path) is None
+    assert "Contents of" not in _text(tmp_path)
 
 
-def test_found_in_a_parent(tmp_path):
+def test_parents_are_walked_outermost_first(tmp_path):
     (tmp_path / ".git").mkdir()
-    write(tmp_path / "AGENTS.md", "from parent")
+    write(tmp_path / "CLAUDE.md", "from parent")
     sub = tmp_path / "pkg" / "src"
-    sub.mkdir(parents=True)
-    assert load_project_context(sub) == "from parent"
-    assert find_project_context(sub).directory == tmp_path.resolve()
+    write(sub / "CLAUDE.md", "from cwd")
+    text = _text(sub)
+    assert text.index("from parent") < text.index("from cwd")
 
 
-def test_search_stops_at_the_repository_root_and_after_five_levels(tmp_path):
-    write(tmp_path / "AGENTS.md", "above the repo")
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "a").mkdir()
-    assert load_project_context(repo / "a") is None
-    deep = tmp_path / "x" / "1" / "2" / "3" / "4" / "5" / "6"
-    deep.mkdir(parents=True)
-    write(tmp_path / "x" / "AGENTS.md", "six levels up")
-    write(tmp_path / "x" / "1" / "AGENTS.md", "five levels up")
-    assert load_project_context(deep) == "five levels up"
-
-
-def test_over_64kb_is_truncated_with_a_note(tmp_path):
-    write(tmp_path / "AGENTS.md", "é" * 40_000)  # 80,000 bytes
-    text = load_project_context(tmp_path)
-    assert text.endswith("[project context truncated at 64KB]")
-    assert len(text.encode("utf-8")) <= MAX_PROJECT_CONTEXT_BYTES
+def test_untrusted_folder_gets_no_project_files(tmp_path):
+    write(tmp_path / "CLAUDE.md", "project rules")
+    assert "project rules" not in _text(tmp_path, trusted=False)
 
 
 # -- the system prompt (reference: systemPrompt.test.ts) -----------------------------------------

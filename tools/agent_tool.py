@@ -25,6 +25,7 @@ from typing import Any
 
 from services.config import getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
+from services.instructions import InstructionTracker
 from services.messages import Message, message_text, tool_uses, user_message
 from services.trace import trace
 from services.usage import Usage
@@ -238,6 +239,9 @@ class AgentTool(Tool):
         child_dir = (ctx.session_dir / "agents" / agent_id) if ctx.session_dir else None
         usage = Usage()
         child_state = SessionState(cwd=ctx.session.cwd, extras={"usage": usage})
+        tracker = ctx.session.extras.get("instructions")
+        if isinstance(tracker, InstructionTracker):  # nested files and path rules join a sub-agent too
+            child_state.extras["instructions"] = tracker.fork()
         child_ctx = ToolContext(
             session=child_state,
             project_root=ctx.project_root,

@@ -31,6 +31,7 @@ from services.trace import trace
 from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
 from tools.checkpoints import BASH_TOOL, checkpoint_store
 from tools.diff_preview import diff_lines
+from tools.instruction_context import instruction_reminders
 from tools.permissions import PermissionGate
 from tools.validation import validate_input
 
@@ -261,6 +262,7 @@ class ToolRunner:
                 results[id(use)] = block
                 if output is not None:
                     new_messages.extend(output.new_messages)
+                    new_messages.extend(instruction_reminders(self.ctx, use, block))
                 end_turn = end_turn or deny_end
             if aborted:
                 break

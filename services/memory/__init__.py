@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.instructions.safe_read import read_instruction_file
 from services.skills.discover import cap_bytes
+from services.trace import trace
 
 MEMORY_RELATIVE_PATH = ".agents/memory/MEMORY.md"
 MAX_MEMORY_BYTES = 32 * 1024
@@ -20,13 +22,15 @@ def memory_path(cwd: Path) -> Path:
     return cwd / MEMORY_RELATIVE_PATH
 
 
-def load_memory(cwd: Path) -> str | None:
-    """The memory text (capped), or None when the file does not exist or cannot be read."""
-    try:
-        text = memory_path(cwd).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+def load_memory(cwd: Path, home: Path | None = None) -> str | None:
+    """The memory text (capped), or None when the file does not exist, cannot be read, or is a link out of
+    the project or to a secret (trusted by its name, it must not carry `/proc/self/environ` in)."""
+    result = read_instruction_file(memory_path(cwd), [cwd], home)
+    if result.notice:
+        trace("memory.refused", text=result.notice)
+    if result.text is None:
         return None
-    return cap_bytes(text, MAX_MEMORY_BYTES, MEMORY_TRUNCATED_NOTE)
+    return cap_bytes(result.text, MAX_MEMORY_BYTES, MEMORY_TRUNCATED_NOTE)
 
 
 def memory_section(cwd: Path, content: str | None) -> str:
