@@ -151,23 +151,28 @@ def _with_mcp_instructions(system: str, mcp) -> str:  # noqa: ANN001
     return f"{system}\n\n{extra}" if extra else system
 
 
-def mcp_refresher(engine: QueryEngine, mcp, blocked: set[str]):  # noqa: ANN001, ANN201
+class McpRefresher:
     """Before each model call: the notices of servers that changed, and their tools synced into the
     engine's list (new ones at the end). Cheap when nothing changed (one integer compare)."""
-    seen = [-1]
 
-    def sync() -> None:
-        if mcp.version != seen[0]:
-            seen[0] = mcp.version
-            sync_mcp_tools(engine.tools, mcp, blocked)
+    def __init__(self, engine: QueryEngine, mcp: Any, blocked: set[str]) -> None:
+        self.engine, self.mcp, self.blocked = engine, mcp, blocked
+        self.seen = -1
 
-    def refresh() -> list[tuple[str, str]]:
-        notices = mcp.take_notices()
-        sync()
+    def sync(self) -> None:
+        """The tools only; the notices stay for the loop."""
+        if self.mcp.version != self.seen:
+            self.seen = self.mcp.version
+            sync_mcp_tools(self.engine.tools, self.mcp, self.blocked)
+
+    def __call__(self) -> list[tuple[str, str]]:
+        notices = self.mcp.take_notices()
+        self.sync()
         return [("mcp" if kind == "mcp" else "warning", text) for kind, text in notices]
 
-    refresh.sync = sync  # type: ignore[attr-defined] - tools only, the notices stay for the loop
-    return refresh
+
+def mcp_refresher(engine: QueryEngine, mcp: Any, blocked: set[str]) -> McpRefresher:
+    return McpRefresher(engine, mcp, blocked)
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:

@@ -88,6 +88,7 @@ class QueryEngine:
         # Set by build_engine (issue 7): rebuilds the system prompt when its inputs change; the skills.
         self.prompt_source: Any = None
         self.skills: list[Any] = []
+        self.prompt_builder: Any = None
         # Set by build_engine when MCP servers are configured: keeps `tools` in step between model calls.
         self.refresh_tools: Any = None
         self._session_start_source: str | None = "startup"

@@ -17,9 +17,9 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from agent import __version__
 from agent.app import ResumeError, build_engine, load_resume_target, start_mcp
@@ -36,7 +36,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.hooks import HookDecision, Hooks
-from services.messages import message_text, to_api, user_message
+from services.messages import Block, Message, message_text, to_api, user_message
 from services.model_types import ModelError, ModelRequest
 from services.session import SessionLocked
 from tools.permissions import PermissionRequest, PermissionResult
@@ -215,7 +215,7 @@ class HeadlessRun:
     def cost(self) -> float:
         return self.engine.usage.cost(self.engine.config.model)
 
-    def _assistant(self, message: dict[str, Any]) -> None:
+    def _assistant(self, message: Mapping[str, Any]) -> None:
         if self.emit is None:
             return
         msg_id = message.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
@@ -229,11 +229,11 @@ class HeadlessRun:
                 **self._base(),
             })
 
-    def _user(self, message: dict[str, Any]) -> None:
+    def _user(self, message: Mapping[str, Any]) -> None:
         """A user event; tool results one event each, as Claude Code sends them."""
         if self.emit is None:
             return
-        (clean,) = to_api([message])
+        (clean,) = to_api([cast(Message, message)])
         content = clean.get("content")
         if isinstance(content, list) and len(content) > 1 and all(b.get("type") == "tool_result" for b in content):
             for block in content:
@@ -351,7 +351,7 @@ def schema_instruction(schema: dict[str, Any]) -> str:
 
 
 # -- the engine, set up as the flags say --------------------------------------------------------------
-async def open_engine(inv: Any, ask: Any = None, hooks: Hooks | None = None,
+async def open_engine(inv: Any, ask: Any = None, hooks: SdkHooks | None = None,
                       sdk_send: Any = None) -> tuple[Any, Any]:
     """(engine, mcp) for a headless run: resume/fork, MCP servers, the schema instruction. Raises ResumeError."""
     loaded = load_resume_target(inv.app.cwd, inv.continue_, inv.resume)
@@ -542,7 +542,7 @@ class ControlSession:
 
     def _control(self, msg: dict[str, Any]) -> None:
         rid = str(msg.get("request_id") or "")
-        req = msg.get("request") if isinstance(msg.get("request"), dict) else {}
+        req: dict[str, Any] = msg["request"] if isinstance(msg.get("request"), dict) else {}
         sub = req.get("subtype")
         if sub == "initialize":
             hooks = req.get("hooks")
@@ -601,7 +601,7 @@ class ControlSession:
         if kind == "control_request":
             self._control(msg)
         elif kind == "control_response":
-            response = msg.get("response") if isinstance(msg.get("response"), dict) else {}
+            response: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
             fut = self.pending.get(str(response.get("request_id") or ""))
             if fut is not None and not fut.done():
                 fut.set_result(response)
@@ -684,7 +684,7 @@ def _pid() -> int:
 
 def _prompt_of(msg: dict[str, Any]) -> tuple[str, list[Any]]:
     """A stream-json user message: its text, and any other blocks (images) as a message before it."""
-    message = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+    message: dict[str, Any] = msg["message"] if isinstance(msg.get("message"), dict) else {}
     content = message.get("content")
     if isinstance(content, str):
         return content, []
@@ -692,7 +692,7 @@ def _prompt_of(msg: dict[str, Any]) -> tuple[str, list[Any]]:
         return "", []
     texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
     others = [b for b in content if isinstance(b, dict) and b.get("type") != "text"]
-    inject = [user_message(others, meta={"origin": "attachment"})] if others else []
+    inject = [user_message(cast(list[Block], others), meta={"origin": "attachment"})] if others else []
     return "\n".join(t for t in texts if t), inject
 
 

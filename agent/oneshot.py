@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.app import ResumeError
 from agent.errors import set_transcript, silence_stdout
 from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
 from services.session import privacy_warnings
+
+if TYPE_CHECKING:
+    from services.mcp.content import Expanded
 
 
 async def _run(inv: Any) -> int:
@@ -102,6 +105,7 @@ async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]
             sync()
     spill = engine.session_dir / "tool-results"
     command = parse_prompt_command(mcp, prompt)
+    out: Expanded | None
     if command is not None:
         out = await expand_prompt(mcp, *command, spill_dir=spill, ask=None)
         text = ""

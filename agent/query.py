@@ -27,6 +27,7 @@ from services.events import (
     RetryEvent,
     StreamEvent,
     Terminal,
+    TerminalReason,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolResultsEvent,
@@ -369,7 +370,7 @@ CONTEXT_EXCEEDED = (
 REFUSAL = "The model declined to answer this request (stop_reason: refusal); nothing was run."
 
 
-def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[str, str] | None:
+def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[TerminalReason, str] | None:
     """How a stop reason ends the turn, or None when the loop goes on (tool_use, pause_turn) or the
     turn completes normally (end_turn, stop_sequence)."""
     stop = response.stop_reason

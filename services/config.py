@@ -76,7 +76,7 @@ def getenv(name: str, default: str | None = None) -> str | None:
 
 def agent_environ() -> Mapping[str, str]:
     """The real environment with a trusted `.env` under it, as a read-only mapping for `environ=` params."""
-    return ChainMap(os.environ, _dotenv)  # type: ignore[arg-type]
+    return ChainMap(os.environ, _dotenv)
 
 
 def client_options() -> dict[str, str]:

@@ -42,7 +42,7 @@ class BackgroundTask:
     status: str = "running"  # running | completed | failed | killed
     exit_code: int | None = None
     notified: bool = False
-    waiter: asyncio.Task | None = None
+    waiter: asyncio.Task[None] | None = None
 
     def describe(self) -> str:
         code = "" if self.exit_code is None else f" (exit {self.exit_code})"

@@ -62,7 +62,7 @@ def _parser() -> Any:
 
 
 def _text(node: Any) -> str:
-    return node.text.decode("utf-8", errors="replace")
+    return str(node.text.decode("utf-8", errors="replace"))
 
 
 _ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v",
@@ -133,7 +133,7 @@ class _Walker:
             return "".join(parts) if static else None
         return self._dynamic(node)
 
-    def _dynamic(self, node: Any) -> None:
+    def _dynamic(self, node: Any) -> str | None:
         t = node.type
         if t == "simple_expansion":
             return None
@@ -371,8 +371,7 @@ def unwrapped(cmd: SimpleCommand) -> list[SimpleCommand]:
     i = 0
     while i < len(words) and words[i] in WRAPPERS:
         i += 1
-        while i < len(words) and words[i] is not None and (words[i].startswith("-") or "=" in words[i]  # type: ignore[union-attr]
-                                                            or words[i].replace(".", "").isdigit()):  # type: ignore[union-attr]
+        while i < len(words) and _option_like(words[i]):
             i += 1
         if i < len(words):
             out.append(SimpleCommand(words[i:], cmd.text))
@@ -406,3 +405,8 @@ def always_rule_content(command: str) -> str | None:
 SUBCOMMAND_TOOLS = frozenset({"git", "npm", "pnpm", "yarn", "cargo", "go", "kubectl", "pip", "pip3", "uv", "poetry",
                               "make", "dotnet", "gradle", "mvn", "brew", "apt", "apt-get", "gh", "terraform",
                               "helm", "systemctl", "rustup", "conda", "composer", "bundle", "rake", "swift"})
+
+
+def _option_like(word: str | None) -> bool:
+    """A wrapper's option or assignment (`-n`, `X=1`, a duration), skipped to find the wrapped command."""
+    return word is not None and (word.startswith("-") or "=" in word or word.replace(".", "").isdigit())

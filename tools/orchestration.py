@@ -129,7 +129,7 @@ class ToolRunner:
         self.hooks = hooks
         self.max_parallel = max_parallel
 
-    async def _run_one(self, use: ToolUseBlock, events: asyncio.Queue) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
+    async def _run_one(self, use: ToolUseBlock, events: asyncio.Queue[Any]) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
         """Returns (result block, output, end_turn)."""
         name, tid = use["name"], use["id"]
         raw_input = use.get("input")
@@ -207,10 +207,10 @@ class ToolRunner:
         new_messages: list[Message] = []
         end_turn = False
         aborted = False
-        events: asyncio.Queue = asyncio.Queue()
+        events: asyncio.Queue[Any] = asyncio.Queue()
         sem = asyncio.Semaphore(self.max_parallel)
 
-        async def guarded(use: ToolUseBlock):
+        async def guarded(use: ToolUseBlock) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
             async with sem:
                 return await self._run_one(use, events)
 

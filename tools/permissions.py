@@ -315,7 +315,8 @@ class PermissionGate:
 
     def _read_dirs(self, ctx: ToolContext) -> list[str]:
         # Spilled results live in the session directory under the agent home: the model reads them back.
-        extra = [real_path(ctx.session_dir)] if getattr(ctx, "session_dir", None) else []
+        session_dir = getattr(ctx, "session_dir", None)
+        extra = [real_path(session_dir)] if session_dir else []
         return [*self._dirs(ctx), *extra, real_path(self._home() / "projects")]
 
     # -- rules --

@@ -75,26 +75,10 @@ class CompactError(Exception):
 
 
 def token_count(messages: list[Message]) -> int:
-    """services.tokens.token_count_with_estimation when present, else a local chars/4 fallback that
-    starts from the last real usage report."""
-    try:
-        from services.tokens import token_count_with_estimation  # type: ignore[attr-defined]
-    except ImportError:
-        token_count_with_estimation = None
-    if token_count_with_estimation is not None:
-        return int(token_count_with_estimation(messages))
-    from services.tokens import estimate_tokens
+    """The last real usage report plus an estimate of what came after it."""
+    from services.tokens import token_count_with_estimation
 
-    for i in range(len(messages) - 1, -1, -1):
-        usage = messages[i].get("usage") if messages[i].get("role") == "assistant" else None
-        if usage:
-            used = sum(
-                int(usage.get(k, 0) or 0)
-                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-            )
-            if used > 0:
-                return used + estimate_tokens(messages[i + 1 :])
-    return estimate_tokens(messages)
+    return int(token_count_with_estimation(messages))
 
 
 def percent_of(tokens: int, window: int) -> int:
@@ -148,7 +132,7 @@ def _render(messages: list[Message], budget: int | None = None) -> str:
                     text = text[:TEXT_CAP_CHARS] + "…"
                 lines.append(f"{role}: {text}")
             elif t == "tool_use":
-                inp = json.dumps(b.get("input"), ensure_ascii=False)  # type: ignore[arg-type]
+                inp = json.dumps(b.get("input"), ensure_ascii=False)
                 if len(inp) > INPUT_CAP_CHARS:
                     inp = inp[:INPUT_CAP_CHARS] + "…"
                 lines.append(f"{role}: [tool_use {b['name']}] {inp}")  # type: ignore[typeddict-item]
@@ -266,7 +250,7 @@ def _nothing_older_than_tail(messages: list[Message], keep: int) -> bool:
     if start == 0:
         return True
     head = messages[:start]
-    if not (is_user_text_message(head[0]) and head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT):  # type: ignore[typeddict-item]
+    if not (is_user_text_message(head[0]) and head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT):
         return False
     return all((m.get("meta") or {}).get("compact_summary") or is_user_own(m) for m in head[1:])
 
@@ -327,7 +311,7 @@ def messages_after_boundary(messages: list[Message]) -> list[Message]:
     """The messages after the last compact boundary (all of them when there is none)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if is_user_text_message(m) and m["content"][0].get("text") == COMPACT_BOUNDARY_TEXT:  # type: ignore[typeddict-item]
+        if is_user_text_message(m) and m["content"][0].get("text") == COMPACT_BOUNDARY_TEXT:
             return messages[i + 1 :]
     return messages
 
