@@ -8,7 +8,6 @@ the time to the first request is the SDK's import and little more.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from agent import __version__
@@ -28,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     # One guard for every entry point (REPL, one-shot in each format, headless, subcommands): an OSError
     # is one line naming the path and what was kept, a closed pipe exits quietly, Ctrl-C is one word; no
-    # traceback without --debug (issue 21).
+    # traceback without --debug.
     sys.exit(guard(lambda: _main(argv), debug=debug_enabled(argv)))
 
 
@@ -65,9 +64,10 @@ def run(ns: argparse.Namespace) -> int:
         from agent.sdk_preload import preload_sdk
 
         preload_sdk()  # the SDK's import overlaps settings, tools and the system prompt
+    from services.trace import trace, turn_on
+
     if ns.debug:
-        os.environ.setdefault("TRACE", "1")
-    from services.trace import trace
+        turn_on()
 
     trace("cli.start", mode="repl" if inv.interactive else "oneshot")
     try:

@@ -1,4 +1,5 @@
-"""The slash-command router, shared by every front end (react-agent-mini's bug B3: one router, not two).
+"""The slash-command router, shared by every front end: one router, so a command
+behaves the same in the REPL and in one-shot runs.
 
 `CommandRouter.register(name, handler, help, aliases)` adds a command; later features register
 `/<skill-id>`, `/<server>:<prompt>` and `/mcp` the same way. A handler is `handler(ctx, args)`, sync
@@ -189,9 +190,7 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
         return
     for rec in result.records:
         engine.record(rec)
-    engine.replace_history(list(result.messages))
-    engine.state.read_state.clear()  # the summarised reads are gone (react-agent-mini's bug B6)
-    engine.last_usage = {}
+    engine.compacted(list(result.messages))
     after = context_percent(engine)
     for _kind, text in result.notices:
         ctx.say(f"· {text}", "dim")
@@ -237,7 +236,7 @@ def cmd_model(ctx: CommandContext, args: str) -> None:
     if warning and not os.environ.get("ANTHROPIC_BASE_URL"):
         ctx.say(warning, "red")  # on the Anthropic API an unknown id would only fail at the next call
         return
-    engine.config.model = name
+    engine.set_model(name)
     if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
         ctx.opts.settings.model = engine.config.model
     if warning:

@@ -76,6 +76,7 @@ class QueryParams:
     tool_context: ToolContext
     model: str
     max_tokens: int = 0  # 0: the model's default (services/models.default_max_tokens)
+    max_output_tokens: int = 0  # CLAUDE_CODE_MAX_OUTPUT_TOKENS: used when max_tokens is 0, capped per model
     max_turns: int = 100
     gate: PermissionGate = field(default_factory=PermissionGate)
     hooks: Hooks = NO_HOOKS
@@ -216,7 +217,8 @@ class _Loop:
 
     def new_exchange(self) -> Exchange:
         self.turn += 1
-        return Exchange(self.turn, self.params.max_tokens or default_max_tokens(self.params.model))
+        params = self.params
+        return Exchange(self.turn, params.max_tokens or default_max_tokens(params.model, params.max_output_tokens))
 
     async def begin_turn(self, x: Exchange) -> AsyncIterator[Event]:
         """Past max_turns the task ends (a paused reply is stored first)."""

@@ -471,7 +471,7 @@ class Repl:
         self.on_ctrl_c()
 
     def _terminate(self) -> None:
-        """SIGTERM / SIGHUP (issue 15): end like Ctrl-C ends a turn, then leave the REPL."""
+        """SIGTERM / SIGHUP: end like Ctrl-C ends a turn, then leave the REPL."""
         self.dispatch(Terminate())
 
     def asking_kind(self) -> str | None:
@@ -621,7 +621,7 @@ class Repl:
             code = await self.handle_line(text, images)
         except asyncio.CancelledError:
             self._report("Interrupted", "yellow")
-        except OSError as exc:  # disk full, read-only...: one line naming the path (issue 21)
+        except OSError as exc:  # disk full, read-only...: one line naming the path
             self._report(os_error_line(exc), "bold red")
         except Exception as exc:  # noqa: BLE001 - a command's bug must not end the session
             self._report(f"Error: {type(exc).__name__}: {exc}", "bold red")
@@ -864,8 +864,7 @@ class Repl:
                 self.renderer.tools.update({t.name: t for t in self.engine.tools})
                 return notices
 
-            self.engine.refresh_tools = refresh_and_render
-            self.engine.prompt_source = _with_instructions(self.engine.prompt_source, self.mcp)
+            self.engine.attach_mcp(refresh_and_render, self.mcp.instructions)
 
     @staticmethod
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -975,15 +974,8 @@ class Repl:
                 pass
 
 
-def _with_instructions(source: Any, mcp: Any) -> Any:
-    """The system prompt plus the MCP servers' instructions (sorted by server: byte-stable)."""
-    from agent.app import _with_mcp_instructions
-
-    return lambda: _with_mcp_instructions(source(), mcp)
-
-
 def ask_folder_trust(cwd: Path, home: Path) -> bool:
-    """Issue 15: on first open of a folder with its own configuration, ask once whether to trust it.
+    """On first open of a folder with its own configuration, ask once whether to trust it.
 
     The answer is recorded in the agent home either way ("no" is not asked again: `agent trust` changes
     it). A folder without project configuration is not asked about and stays untrusted.

@@ -8,7 +8,7 @@ def run_subcommand(name: str, argv: list[str]) -> int:
         from agent.doctor import main as doctor
 
         return doctor(argv)
-    if name == "mcp":  # issue 18: `agent mcp add/add-json/list/get/remove`
+    if name == "mcp":  # `agent mcp add/add-json/list/get/remove`
         from agent.mcp_cli import main as mcp
 
         return mcp(argv)
@@ -16,7 +16,7 @@ def run_subcommand(name: str, argv: list[str]) -> int:
         from agent.config_cmd import main as config
 
         return config(argv)
-    if name == "trust":  # issue 15
+    if name == "trust":
         from agent.trust_cli import main as trust
 
         return trust(argv)

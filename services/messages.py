@@ -188,7 +188,7 @@ def to_api(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-# -- hostile or damaged histories (issue 21) ------------------------------------------------------
+# -- hostile or damaged histories ------------------------------------------------------
 
 # A tool input nested deeper than this is refused before anything recurses over it (validation, JSON
 # encoding, the transcript); the model never needs more than a few levels.

@@ -33,8 +33,10 @@ def test_numbers_and_the_output_limit_override(monkeypatch):
     monkeypatch.delenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", raising=False)
     assert context_window("claude-sonnet-4-5") == 200_000 and max_output_tokens("claude-sonnet-4-5") == 64_000
     assert default_max_tokens("claude-sonnet-4-5") >= 32_000
+    # The CLAUDE_CODE_MAX_OUTPUT_TOKENS setting is passed in (Settings.max_output_tokens), never read here.
     monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "999999")
-    assert default_max_tokens("claude-haiku-4-5") == 64_000  # capped at the model's maximum
+    assert default_max_tokens("claude-haiku-4-5") == default_max_tokens("claude-haiku-4-5", 0)
+    assert default_max_tokens("claude-haiku-4-5", 999_999) == 64_000  # capped at the model's maximum
     assert price("mock").input == 0 and price("mock").output == 0
 
 

@@ -38,7 +38,7 @@ PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that sh
 DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
 
 MAX_PARALLEL_TOOLS = 10
-# Bounded work (issue 21): an input nested deeper or larger than this is refused with an is_error result
+# Bounded work: an input nested deeper or larger than this is refused with an is_error result
 # before anything walks it (validation, hooks, the renderers' JSON). 16 MiB is far beyond any real call.
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 

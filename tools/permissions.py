@@ -62,7 +62,7 @@ class PermissionRequest:
     label: str
     reason: str = ""
     tool_use_id: str = ""
-    # The whole command or target, escape sequences made visible, never truncated (issue 15 -> 20).
+    # The whole command or target, escape sequences made visible, never truncated.
     display: str = ""
     # The exact rule an "always" answer stores (saved to the local settings file); None: not offered.
     always_rule: str | None = None

@@ -1,4 +1,4 @@
-"""Killing everything a command started, including what escaped its process group (issue 21).
+"""Killing everything a command started, including what escaped its process group.
 
 A process group is not enough: `setsid cmd &` (or a daemon's double fork) leaves the group and, once
 its parent is gone, the parent chain too. Every Bash command therefore runs with a per-call marker in

@@ -156,7 +156,7 @@ def _window(f: BinaryIO, offset: int | None, limit: int | None) -> tuple[str, in
 
     Lines are what splitting the text on "\n" gives, as in Claude Code: a final newline is followed by one
     more (empty) line, and an empty file is one empty line. Nothing to show (past the end, or only that
-    empty line) gives an empty text. Memory stays bounded by the output whatever the file (issue 21): a
+    empty line) gives an empty text. Memory stays bounded by the output whatever the file: a
     line outside the window is only counted, a line inside it keeps its first LINE_KEEP_BYTES bytes.
     """
     start = max(1, offset or 1)

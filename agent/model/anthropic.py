@@ -160,7 +160,7 @@ class _Accumulator:
             # Keep the message valid for the API (input must be an object) and tell the loop.
             block["input"] = {INVALID_INPUT_KEY: f"{exc.msg} at position {exc.pos}"}
             return
-        except RecursionError:  # hostile nesting (issue 21): an input error, not a crash
+        except RecursionError:  # hostile nesting: an input error, not a crash
             block["input"] = {INVALID_INPUT_KEY: "the input is nested too deeply"}
             return
         block["input"] = value if isinstance(value, dict) else {INVALID_INPUT_KEY: "input is not a JSON object"}

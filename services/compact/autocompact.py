@@ -6,9 +6,8 @@ the older messages are summarised by one model call without tools and the histor
     user `[compact boundary]`, user `Conversation summary (compacted):\\n<summary>`,
     the user's own messages verbatim (the task, and the most recent ones up to 20k tokens), recent tail
 
-The tail is aligned so it never starts with an orphaned tool_result (react-agent-mini's bug B4). The
-summary is taken once, from the final message (bug B22 concatenated the streamed deltas and the final
-text). Three consecutive failures open a circuit breaker for the session (kept in `ctx.state`).
+The tail is aligned so it never starts with an orphaned tool_result. The summary is taken once, from the
+final message (joining the streamed deltas and the final text would repeat it). Three consecutive failures open a circuit breaker for the session (kept in `ctx.state`).
 The engine writes the new history to the transcript (HistoryReplacedEvent).
 """
 
