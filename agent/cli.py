@@ -8,12 +8,16 @@ the time to the first request is the SDK's import and little more.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from agent import __version__
 from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from agent.flags import SUBCOMMANDS, UsageError, build_parser, parse_argv
 from services.session import PICK_SESSION
+
+# Set by the shell when it asks Typer's completion (`agent --install-completion` installs the hook).
+COMPLETION_VAR = "_AGENT_COMPLETE"
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> int:
@@ -32,10 +36,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> int:
-    if argv and argv[0] in SUBCOMMANDS:
+    if (argv and argv[0] in SUBCOMMANDS) or os.environ.get(COMPLETION_VAR):
         from agent.subcommands import run_subcommand
 
-        return run_subcommand(argv[0], argv[1:])
+        return run_subcommand(argv[0] if argv else "", argv[1:])
     try:
         ns = parse_argv(argv)
     except UsageError as exc:
