@@ -45,12 +45,19 @@ def doctor(ctx: typer.Context) -> None:
     _done(main(list(ctx.args)))
 
 
-@app.command(context_settings=RAW)
-def config(ctx: typer.Context) -> None:
-    """Read and change settings files: get / set / add / remove / list KEY [VALUES...] [-g]."""
-    from agent.config_cmd import main
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def config(
+    action: Annotated[str, typer.Argument(help="get | set | add | remove | list")],
+    key: Annotated[str | None, typer.Argument(help="A dotted key: permissions.defaultMode")] = None,
+    values: Annotated[list[str] | None, typer.Argument(help="set: one value; add / remove: list items")] = None,
+    global_: Annotated[bool, typer.Option("-g", "--global", help="The user settings file.")] = False,
+) -> None:
+    """Read and change settings files (the project's local file, or the user's with -g)."""
+    from agent.config_cmd import ACTIONS, ConfigArgs, main
 
-    _done(main(list(ctx.args)))
+    if action not in ACTIONS:
+        raise typer.BadParameter(f"{action!r} is not one of {', '.join(ACTIONS)}", param_hint="ACTION")
+    _done(main(ConfigArgs(action, key, list(values or []), global_)))
 
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
