@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,11 @@ from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_environ, agent_home, env_flag
+from services.hooks import Hooks
 from services.instructions.render import nested_limit
 from services.models import context_window
 from services.settings import LOCAL_SETTINGS, MergedSettings
+from tools.base import Tool
 from tools.mcp_tool import mcp_tools, sync_mcp_tools
 from tools.permissions import AskHook, PermissionGate
 from tools.registry import default_tools
@@ -28,7 +32,7 @@ class AppOptions:
     allowed_tools: list[str] = field(default_factory=list)
     disallowed_tools: list[str] = field(default_factory=list)
     interactive: bool = False
-    # Claude Code's flags (issue 19).
+    # Claude Code's flags.
     add_dirs: list[Path] = field(default_factory=list)
     system_prompt: str | None = None  # replaces ours
     append_system_prompt: str | None = None
@@ -38,17 +42,18 @@ class AppOptions:
     extra_settings: dict[str, Any] | None = None  # --settings
     setting_sources: list[str] | None = None  # --setting-sources (None: all)
     session_id: str | None = None
-    fork_session: bool = False  # -c/-r continue as a new session (the REPL reads it; issue 21)
+    fork_session: bool = False  # -c/-r continue as a new session (the REPL reads it)
     persist_session: bool = True
     fallback_model: str | None = None
     betas: list[str] = field(default_factory=list)
     headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
-    # The trust boundary (issue 15): whether the folder is trusted, the merged settings of every scope
+    # The trust boundary: whether the folder is trusted, the merged settings of every scope
     # (already filtered by that trust; `load_boundary` fills it).
     trusted: bool = False
     merged: MergedSettings | None = None
     permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
     sandbox: Any = None  # tools.sandbox.Sandbox, made by `load_boundary` (or build_engine)
+    json_schema: dict[str, Any] | None = None  # --json-schema: the final answer's shape, told in the system prompt
 
 
 def load_boundary(opts: AppOptions) -> list[str]:
@@ -95,9 +100,18 @@ def _load_settings(opts: AppOptions, home: Path) -> MergedSettings:
     return load_settings(opts.cwd, home, trusted=opts.trusted, extra=extra, sources=opts.setting_sources)
 
 
+def schema_instruction(schema: dict[str, Any]) -> str:
+    return ("When you give your final answer, reply with only a JSON value that satisfies this JSON Schema, "
+            "with no other text:\n" + json.dumps(schema, ensure_ascii=False))
+
+
 def build_engine(
-    opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: object | None = None
+    opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: Any = None,
+    wrap_hooks: Callable[[Hooks], Hooks] | None = None,
 ) -> QueryEngine:
+    """The engine and everything it is made of, from the options and what the front end passes: its
+    model (`deps`, tests), its question hook (`ask`), MCP servers started before it (`mcp`), and hooks
+    that run after the project's own (`wrap_hooks`: the SDK's callbacks)."""
     from services.hooks.command import CommandHooks
     from services.server_tools import enabled_server_tools
     from services.skills import discover_skills
@@ -109,7 +123,7 @@ def build_engine(
     home = agent_home()
     skills = discover_skills(opts.cwd, home)
     prompt = instruction_prompt(opts, home, skills)
-    # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
+    # Sub-agents: the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
     agent_tool = AgentTool(
         lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
         get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
@@ -119,7 +133,7 @@ def build_engine(
     if opts.tools is not None:  # --tools: only these built-ins (MCP tools are chosen by --mcp-config)
         wanted = set(opts.tools)
         tools = [t for t in tools if t.name in wanted]
-    # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
+    # MCP: the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
     flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
     hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
@@ -132,9 +146,10 @@ def build_engine(
         model=settings.model,
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
+        max_output_tokens=settings.max_output_tokens,
         system_prompt="",
         compact=CompactOptions.from_env(model_window=context_window(settings.model, agent_environ())),
-        # Extended thinking (issue 17): MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
+        # Extended thinking: MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
         thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
                               budget=settings.max_thinking_tokens),
         server_tools=enabled_server_tools(settings_files),
@@ -142,37 +157,42 @@ def build_engine(
     gate = _build_gate(opts, home, ask)
     tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
     _attach_sandbox(opts, gate, tools)
-    engine = QueryEngine(config, tools, deps or production_deps(
-        mock=settings.mock, betas=opts.betas,
-        fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
-                         gate=gate, hooks=hooks, session_id=opts.session_id, persist=opts.persist_session)
-    # Context, skills and hooks (issue 7): the prompt is rebuilt per session / when memory changes.
-    # --system-prompt replaces it (an empty one included, as the Agent SDK sends by default).
-    def prompt_source() -> str:
-        base = opts.system_prompt if opts.system_prompt is not None else prompt.build(engine.session_id)
+
+    # The prompt is rebuilt per session / when memory changes. --system-prompt replaces it (an empty one
+    # included, as the Agent SDK sends by default); the sandbox section follows our own prompt only.
+    def prompt_for(session_id: str) -> str:
+        base = opts.system_prompt if opts.system_prompt is not None else prompt.build(session_id)
         if opts.system_prompt is None:
             from tools.sandbox_prompt import sandbox_prompt
 
             section = sandbox_prompt(gate.sandbox)
             base = f"{base}\n\n{section}" if section else base
         extra = opts.append_system_prompt
-        return f"{base}\n\n{extra}" if base and extra else (base or extra or "")
+        system = f"{base}\n\n{extra}" if base and extra else (base or extra or "")
+        if mcp is not None:  # the servers' instructions, sorted by server: byte-stable
+            system = _with_mcp_instructions(system, mcp)
+        if opts.json_schema is not None:  # --json-schema: the final answer's shape
+            system += "\n\n" + schema_instruction(opts.json_schema)
+        return system
 
-    engine.prompt_source = prompt_source
-    if mcp is not None:  # MCP (issue 18): servers join in the background; instructions, tools, notices
-        engine.prompt_source = lambda: _with_mcp_instructions(prompt_source(), mcp)
-        engine.refresh_tools = mcp_refresher(engine, mcp, {r for r in gate.disallowed_tools if "(" not in r})
-    engine.config.system_prompt = engine.prompt_source()
-    engine.skills = skills
-    engine.prompt_builder = prompt
-    # Instruction files (issue 39): the tracker announces nested files and path rules on first touch.
+    # MCP servers join in the background: their tools reach the list before each model call.
+    blocked = {r for r in gate.disallowed_tools if "(" not in r}
+    engine = QueryEngine(
+        config, tools, deps or production_deps(
+            mock=settings.mock, betas=opts.betas,
+            fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
+        gate=gate, hooks=wrap_hooks(hooks) if wrap_hooks is not None else hooks, session_id=opts.session_id,
+        persist=opts.persist_session, prompt_for=prompt_for, skills=skills, prompt_builder=prompt,
+        refresh_tools=McpRefresher(tools, mcp, blocked) if mcp is not None else None,
+    )
+    # Instruction files: the tracker announces nested files and path rules on first touch.
     engine.state.extras["instructions"] = prompt.tracker
     prompt.tracker.history = lambda: engine.messages
     prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
     for notice in prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
-    # Spill files (issue 4): remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
+    # Spill files: remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
     from services.spill_cleanup import cleanup_spill_dirs
 
     cleanup_spill_dirs(home=home)
@@ -212,23 +232,28 @@ def _with_mcp_instructions(system: str, mcp) -> str:  # noqa: ANN001
     return f"{system}\n\n{extra}" if extra else system
 
 
-def mcp_refresher(engine: QueryEngine, mcp, blocked: set[str]):  # noqa: ANN001, ANN201
+class McpRefresher:
     """Before each model call: the notices of servers that changed, and their tools synced into the
     engine's list (new ones at the end). Cheap when nothing changed (one integer compare)."""
-    seen = [-1]
 
-    def sync() -> None:
-        if mcp.version != seen[0]:
-            seen[0] = mcp.version
-            sync_mcp_tools(engine.tools, mcp, blocked)
+    def __init__(self, tools: list[Tool], mcp: Any, blocked: set[str]) -> None:
+        self.tools, self.mcp, self.blocked = tools, mcp, blocked
+        self.seen = -1
 
-    def refresh() -> list[tuple[str, str]]:
-        notices = mcp.take_notices()
-        sync()
+    def sync(self) -> None:
+        """The tools only; the notices stay for the loop."""
+        if self.mcp.version != self.seen:
+            self.seen = self.mcp.version
+            sync_mcp_tools(self.tools, self.mcp, self.blocked)
+
+    def __call__(self) -> list[tuple[str, str]]:
+        notices = self.mcp.take_notices()
+        self.sync()
         return [("mcp" if kind == "mcp" else "warning", text) for kind, text in notices]
 
-    refresh.sync = sync  # type: ignore[attr-defined] - tools only, the notices stay for the loop
-    return refresh
+
+def mcp_refresher(engine: QueryEngine, mcp: Any, blocked: set[str]) -> McpRefresher:
+    return McpRefresher(engine.tools, mcp, blocked)
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:
@@ -278,7 +303,7 @@ def load_resume_target(cwd: Path, continue_: bool, resume: str | None):
 
 async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = None,  # noqa: ANN001, ANN201
                     strict: bool = False, opts: AppOptions | None = None, sdk_send: Any = None):
-    """Start the configured MCP servers in the background (issue 18) and return at once.
+    """Start the configured MCP servers in the background and return at once.
 
     Returns None when no server is configured (the SDK is then never imported). Config problems are
     reported through `warn` (stderr by default) now; servers report (ready, failed) through the
@@ -297,7 +322,7 @@ async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = N
             sys.stderr.write(f"warning: {text}\n")
             sys.stderr.flush()
 
-    # Trust (issue 15): an untrusted folder's .mcp.json is not read; settings servers come filtered.
+    # Trust: an untrusted folder's .mcp.json is not read; settings servers come filtered.
     if opts is not None:
         trusted = opts.trusted
     else:  # e.g. `agent doctor`: the recorded trust
@@ -314,7 +339,7 @@ async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = N
         warn(text)
     if not configs:
         return None
-    # Roots (issue 18): the working directory and the added ones (the list itself: /add-dir extends it).
+    # Roots: the working directory and the added ones (the list itself: /add-dir extends it).
     roots = opts.add_dirs if opts is not None else None
     manager = McpManager(configs, cwd, log_dir=project_dir(cwd) / "mcp-logs", extra_roots=roots)
     manager.sdk_send = sdk_send  # servers hosted by the Agent SDK (type "sdk"), through mcp_message

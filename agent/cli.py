@@ -16,6 +16,9 @@ from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from agent.flags import SUBCOMMANDS, UsageError, build_parser, parse_argv
 from services.session import PICK_SESSION
 
+# Set by the shell when it asks Typer's completion (`agent --install-completion` installs the hook).
+COMPLETION_VAR = "_AGENT_COMPLETE"
+
 
 def fail(message: str, code: int = EXIT_ERROR) -> int:
     sys.stderr.write(f"error: {message}\n")
@@ -28,15 +31,15 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     # One guard for every entry point (REPL, one-shot in each format, headless, subcommands): an OSError
     # is one line naming the path and what was kept, a closed pipe exits quietly, Ctrl-C is one word; no
-    # traceback without --debug (issue 21).
+    # traceback without --debug.
     sys.exit(guard(lambda: _main(argv), debug=debug_enabled(argv)))
 
 
 def _main(argv: list[str]) -> int:
-    if argv and argv[0] in SUBCOMMANDS:
+    if (argv and argv[0] in SUBCOMMANDS) or os.environ.get(COMPLETION_VAR):
         from agent.subcommands import run_subcommand
 
-        return run_subcommand(argv[0], argv[1:])
+        return run_subcommand(argv[0] if argv else "", argv[1:])
     try:
         ns = parse_argv(argv)
     except UsageError as exc:
@@ -65,9 +68,10 @@ def run(ns: argparse.Namespace) -> int:
         from agent.sdk_preload import preload_sdk
 
         preload_sdk()  # the SDK's import overlaps settings, tools and the system prompt
+    from services.trace import trace, turn_on
+
     if ns.debug:
-        os.environ.setdefault("TRACE", "1")
-    from services.trace import trace
+        turn_on()
 
     trace("cli.start", mode="repl" if inv.interactive else "oneshot")
     try:

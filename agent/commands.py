@@ -1,4 +1,5 @@
-"""The slash-command router, shared by every front end (react-agent-mini's bug B3: one router, not two).
+"""The slash-command router, shared by every front end: one router, so a command
+behaves the same in the REPL and in one-shot runs.
 
 `CommandRouter.register(name, handler, help, aliases)` adds a command; later features register
 `/<skill-id>`, `/<server>:<prompt>` and `/mcp` the same way. A handler is `handler(ctx, args)`, sync
@@ -199,9 +200,7 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
         return
     for rec in result.records:
         engine.record(rec)
-    engine.replace_history(list(result.messages))
-    engine.state.read_state.clear()  # the summarised reads are gone (react-agent-mini's bug B6)
-    engine.last_usage = {}
+    engine.compacted(list(result.messages))
     after = context_percent(engine)
     for _kind, text in result.notices:
         ctx.say(f"· {text}", "dim")
@@ -298,9 +297,7 @@ def _switch_model(ctx: CommandContext, model: str) -> None:
     from services.compact.options import CompactOptions
     from services.config import agent_environ
 
-    engine = ctx.engine
-    engine.config.model = model
-    engine.config.compact = CompactOptions.from_env(model_window=model_context_window(model, agent_environ()))
+    ctx.engine.set_model(model, CompactOptions.from_env(model_window=model_context_window(model, agent_environ())))
     if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
         ctx.opts.settings.model = model
 

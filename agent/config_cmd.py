@@ -7,11 +7,11 @@ Keys may be dotted (`permissions.defaultMode`).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,17 +63,19 @@ def _walk(data: dict[str, Any], key: str, create: bool) -> tuple[dict[str, Any],
     return node, parts[-1]
 
 
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="agent config", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("action", choices=("get", "set", "add", "remove", "list"))
-    p.add_argument("key", nargs="?")
-    p.add_argument("values", nargs="*")
-    p.add_argument("-g", "--global", dest="global_", action="store_true", help="the user settings file")
-    try:
-        ns = p.parse_intermixed_args(argv)
-    except SystemExit as exc:
-        return 2 if exc.code else 0
+@dataclass
+class ConfigArgs:
+    action: str  # get | set | add | remove | list
+    key: str | None
+    values: list[str]
+    global_: bool  # the user settings file
+
+
+ACTIONS = ("get", "set", "add", "remove", "list")
+
+
+def main(ns: ConfigArgs) -> int:
+    """`agent config ...`, parsed by the Typer app (agent/subcommands.py)."""
     path = _path(ns.global_)
     data = _load(path)
     if ns.action == "list":

@@ -91,7 +91,7 @@ async def check_mcp(cwd: Path) -> list[tuple[str, str, str]]:
     if manager is None:
         return rows
     try:
-        await manager.wait_ready()  # servers start in the background (issue 18); doctor wants the outcome
+        await manager.wait_ready()  # servers start in the background; doctor wants the outcome
         for name, state, tools in manager.status():
             ok = state == "connected"
             rows.append(("ok" if ok else "fail", f"MCP server {name}", f"{state}, {tools} tools" if ok else state))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from services.events import (
 )
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import Message, repair_pairing, text_block, user_message
+from services.model_types import CallModel
 from services.session import (
     FORMAT_VERSION,
     LoadedSession,
@@ -54,13 +55,21 @@ class EngineConfig:
     model: str
     max_turns: int = 100
     max_tokens: int = 0  # 0: the model's default (services/models.default_max_tokens)
+    max_output_tokens: int = 0  # CLAUDE_CODE_MAX_OUTPUT_TOKENS (the setting, from the environment or a trusted .env)
     system_prompt: str = ""
     compact: CompactOptions = field(default_factory=CompactOptions)
     thinking: ThinkingOptions | None = None
     server_tools: list[str] = field(default_factory=list)
 
 
+# Notices [(kind, text)] to show before a model call; may change the tool list in place (MCP).
+ToolRefresher = Callable[[], list[tuple[str, str]]]
+
+
 class QueryEngine:
+    """A session: history, transcript, decisions, read state, usage; everything it is made of is
+    passed in here (`agent/app.build_engine` is the one production factory)."""
+
     def __init__(
         self,
         config: EngineConfig,
@@ -70,6 +79,11 @@ class QueryEngine:
         hooks: Hooks = NO_HOOKS,
         session_id: str | None = None,
         persist: bool = True,
+        *,
+        prompt_for: Callable[[str], str] | None = None,
+        refresh_tools: ToolRefresher | None = None,
+        skills: list[Any] | None = None,
+        prompt_builder: Any = None,
     ):
         self.config = config
         self.tools = tools
@@ -85,15 +99,43 @@ class QueryEngine:
         self.last_terminal: Terminal | None = None
         self._abort = asyncio.Event()
         self._running = False
-        # Set by build_engine (issue 7): rebuilds the system prompt when its inputs change; the skills.
-        self.prompt_source: Any = None
-        self.skills: list[Any] = []
-        # Set by build_engine when MCP servers are configured: keeps `tools` in step between model calls.
-        self.refresh_tools: Any = None
+        # The system prompt of a session id, rebuilt before each task (its inputs may have changed).
+        self._prompt_for = prompt_for
+        self.skills: list[Any] = list(skills or [])
+        self.prompt_builder = prompt_builder
+        # Keeps `tools` in step between model calls when MCP servers are configured.
+        self.refresh_tools: ToolRefresher | None = refresh_tools
         self._session_start_source: str | None = "startup"
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
         self.persist = persist
         self._start_session(session_id or new_session_id())
+        if prompt_for is not None:
+            self.config.system_prompt = self.prompt_source()
+
+    def prompt_source(self) -> str:
+        """The system prompt for the current session (the configured one when no builder was given)."""
+        return self._prompt_for(self.session_id) if self._prompt_for is not None else self.config.system_prompt
+
+    def attach_mcp(self, refresher: ToolRefresher, instructions: Callable[[], str]) -> None:
+        """MCP servers started after the engine (the REPL starts them once its screen is up): their tools
+        join before each model call, their instructions follow the system prompt."""
+        base = self._prompt_for or (lambda _sid: self.config.system_prompt)
+
+        def with_instructions(session_id: str) -> str:
+            system, extra = base(session_id), instructions()
+            return f"{system}\n\n{extra}" if extra else system
+
+        self._prompt_for, self.refresh_tools = with_instructions, refresher
+
+    def wrap_model(self, wrap: Callable[[CallModel], CallModel]) -> None:
+        """The provider seen through `wrap` (the headless run's timing and budget meter)."""
+        self.deps = replace(self.deps, call_model=wrap(self.deps.call_model))
+
+    def set_model(self, model: str, compact: CompactOptions | None = None) -> None:
+        """`/model`: the model, and the compaction thresholds derived from its window."""
+        self.config.model = model
+        if compact is not None:
+            self.config.compact = compact
 
     # -- session lifecycle -------------------------------------------------------------------
     def _start_session(self, session_id: str) -> None:
@@ -136,6 +178,13 @@ class QueryEngine:
         self.messages = list(messages)
         self.replacement_state.history_replaced()  # a compaction boundary voids position-based decisions
         self._write({"type": "history_replaced", "messages": self.messages})
+
+    def compacted(self, messages: list[Message]) -> None:
+        """/compact's summary in place of the history: the summarised reads and the last usage report
+        no longer describe what the model sees."""
+        self.replace_history(messages)
+        self.state.read_state.clear()
+        self.last_usage = {}
 
     def clear(self) -> None:
         """A new, empty conversation (a new session); session permission rules are kept."""
@@ -231,7 +280,7 @@ class QueryEngine:
             raise ValueError("run_turn needs user text or messages to inject")
         self._abort = asyncio.Event()
         self._running = True
-        # Hooks (issue 7): SessionStart once per session, UserPromptSubmit before the prompt is kept.
+        # Hooks: SessionStart once per session, UserPromptSubmit before the prompt is kept.
         hook_context = self._pending_hook_messages
         try:
             if self._session_start_source is not None:
@@ -254,7 +303,7 @@ class QueryEngine:
             self._running = False
             raise
         self._pending_hook_messages = []
-        if self.prompt_source is not None:
+        if self._prompt_for is not None:
             self.config.system_prompt = self.prompt_source()
         for m in [*hook_context, *(inject_before or [])]:
             self.append_message(m)
@@ -270,6 +319,7 @@ class QueryEngine:
             tool_context=self.tool_context(),
             model=self.config.model,
             max_tokens=self.config.max_tokens,
+            max_output_tokens=self.config.max_output_tokens,
             max_turns=self.config.max_turns,
             gate=self.gate,
             hooks=self.hooks,

@@ -1,4 +1,4 @@
-"""Failure at the edges is one line: the guard every entry point runs under (issue 21).
+"""Failure at the edges is one line: the guard every entry point runs under.
 
 `guard(fn)` runs a front end (the REPL, a one-shot run in any output format, a subcommand) and turns
 what the machine throws at it into one line on stderr and a documented exit code, never a traceback

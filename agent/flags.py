@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import NoReturn
 
 from services.session import PICK_SESSION
 
@@ -36,7 +37,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and exit 2, like every other usage error
+    def error(self, message: str) -> NoReturn:  # one line and exit 2, like every other usage error
         raise UsageError(message)
 
 

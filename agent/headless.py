@@ -17,9 +17,9 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from agent import __version__
 from agent.app import ResumeError, build_engine, load_resume_target, start_mcp
@@ -36,8 +36,8 @@ from services.events import (
     UserMessageEvent,
 )
 from services.hooks import HookDecision, Hooks
-from services.messages import message_text, to_api, user_message
-from services.model_types import ModelError, ModelRequest
+from services.messages import Block, Message, message_text, to_api, user_message
+from services.model_types import CallModel, ModelError, ModelRequest
 from services.session import SessionLocked
 from tools.permissions import PermissionRequest, PermissionResult
 
@@ -47,7 +47,7 @@ SUBTYPES = {
     "error": "error_during_execution",
     "aborted": "error_during_execution",
     "budget": "error_max_budget_usd",
-    # Stop reasons that end a turn (issue 17): a refusal and a context window that stayed full are
+    # Stop reasons that end a turn: a refusal and a context window that stayed full are
     # errors; a reply cut at max_tokens keeps its text as `result` but says it is incomplete.
     "refusal": "error_during_execution",
     "context_window_exceeded": "error_during_execution",
@@ -107,7 +107,9 @@ class HeadlessRun:
     # -- plumbing ---------------------------------------------------------------------------------
     def _time_model_calls(self) -> None:
         """Wrap the provider: time spent in model calls (`duration_api_ms`), raw events when asked."""
-        call = self.engine.deps.call_model
+        self.engine.wrap_model(self._timed)
+
+    def _timed(self, call: CallModel) -> CallModel:
         raw = self.inv.include_partial
 
         def timed(request: ModelRequest) -> AsyncIterator[Any]:
@@ -125,7 +127,7 @@ class HeadlessRun:
 
             return gen()
 
-        self.engine.deps = replace(self.engine.deps, call_model=timed)
+        return timed
 
     @property
     def session_id(self) -> str:
@@ -137,7 +139,7 @@ class HeadlessRun:
     def init_event(self) -> dict[str, Any]:
         mcp_servers = []
         if self.mcp is not None:
-            # Servers start in the background (issue 18): one still starting is "pending", as in Claude Code.
+            # Servers start in the background: one still starting is "pending", as in Claude Code.
             mcp_servers = [{"name": name, "status": state if state in ("connected", "pending") else "failed"}
                            for name, state, _ in self.mcp.status()]
         return {
@@ -178,7 +180,7 @@ class HeadlessRun:
                     last_stop = ev.message.get("stop_reason") or last_stop
                     self._assistant(ev.message)
                     if isinstance(self.emit, JsonOut) and self.emit.closed:
-                        self.engine.abort()  # nobody reads on (issue 21): the reply is kept, no more is run
+                        self.engine.abort()  # nobody reads on: the reply is kept, no more is run
                 elif isinstance(ev, ToolResultsEvent):
                     tool_results += sum(1 for b in ev.message.get("content") or [] if b.get("type") == "tool_result")
                     for m in [ev.message, *ev.extra_messages]:
@@ -215,7 +217,7 @@ class HeadlessRun:
     def cost(self) -> float:
         return self.engine.usage.cost(self.engine.config.model)
 
-    def _assistant(self, message: dict[str, Any]) -> None:
+    def _assistant(self, message: Mapping[str, Any]) -> None:
         if self.emit is None:
             return
         msg_id = message.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
@@ -229,11 +231,11 @@ class HeadlessRun:
                 **self._base(),
             })
 
-    def _user(self, message: dict[str, Any]) -> None:
+    def _user(self, message: Mapping[str, Any]) -> None:
         """A user event; tool results one event each, as Claude Code sends them."""
         if self.emit is None:
             return
-        (clean,) = to_api([message])
+        (clean,) = to_api([cast(Message, message)])
         content = clean.get("content")
         if isinstance(content, list) and len(content) > 1 and all(b.get("type") == "tool_result" for b in content):
             for block in content:
@@ -345,33 +347,22 @@ def _label(name: str, input: dict[str, Any]) -> str:
     return name
 
 
-def schema_instruction(schema: dict[str, Any]) -> str:
-    return ("When you give your final answer, reply with only a JSON value that satisfies this JSON Schema, "
-            "with no other text:\n" + json.dumps(schema, ensure_ascii=False))
-
-
 # -- the engine, set up as the flags say --------------------------------------------------------------
-async def open_engine(inv: Any, ask: Any = None, hooks: Hooks | None = None,
+async def open_engine(inv: Any, ask: Any = None, hooks: SdkHooks | None = None,
                       sdk_send: Any = None) -> tuple[Any, Any]:
     """(engine, mcp) for a headless run: resume/fork, MCP servers, the schema instruction. Raises ResumeError."""
     loaded = load_resume_target(inv.app.cwd, inv.continue_, inv.resume)
     mcp = await start_mcp(inv.app.cwd, extra=inv.app.mcp_configs, strict=inv.app.strict_mcp_config, opts=inv.app,
                           sdk_send=sdk_send)
     try:
-        engine = build_engine(inv.app, mcp=mcp, ask=ask)
-        if hooks is not None:
-            engine.hooks = hooks.wrap(engine.hooks)
+        engine = build_engine(inv.app, mcp=mcp, ask=ask, wrap_hooks=hooks.wrap if hooks is not None else None)
         if loaded is not None:
             for warning in loaded.warnings:
                 sys.stderr.write(f"warning: {warning}\n")
-            try:  # one writer per session (issue 21): a session in use is refused unless forked
+            try:  # one writer per session: a session in use is refused unless forked
                 engine.resume(loaded, fork=(inv.app.session_id or new_uuid()) if inv.fork_session else False)
             except SessionLocked as exc:
                 raise ResumeError(str(exc)) from None
-        if inv.json_schema is not None:
-            source = engine.prompt_source
-            engine.prompt_source = lambda: source() + "\n\n" + schema_instruction(inv.json_schema)
-            engine.config.system_prompt = engine.prompt_source()
     except BaseException:
         if mcp is not None:
             await mcp.close()
@@ -542,7 +533,7 @@ class ControlSession:
 
     def _control(self, msg: dict[str, Any]) -> None:
         rid = str(msg.get("request_id") or "")
-        req = msg.get("request") if isinstance(msg.get("request"), dict) else {}
+        req: dict[str, Any] = msg["request"] if isinstance(msg.get("request"), dict) else {}
         sub = req.get("subtype")
         if sub == "initialize":
             hooks = req.get("hooks")
@@ -574,7 +565,7 @@ class ControlSession:
             model = req.get("model") or self.inv.settings.model
             self.inv.settings.model = str(model)
             if self.engine is not None:
-                self.engine.config.model = str(model)
+                self.engine.set_model(str(model))
             self._answer(rid, {"model": model})
         elif sub == "mcp_status":
             servers = []
@@ -601,7 +592,7 @@ class ControlSession:
         if kind == "control_request":
             self._control(msg)
         elif kind == "control_response":
-            response = msg.get("response") if isinstance(msg.get("response"), dict) else {}
+            response: dict[str, Any] = msg["response"] if isinstance(msg.get("response"), dict) else {}
             fut = self.pending.get(str(response.get("request_id") or ""))
             if fut is not None and not fut.done():
                 fut.set_result(response)
@@ -684,7 +675,7 @@ def _pid() -> int:
 
 def _prompt_of(msg: dict[str, Any]) -> tuple[str, list[Any]]:
     """A stream-json user message: its text, and any other blocks (images) as a message before it."""
-    message = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+    message: dict[str, Any] = msg["message"] if isinstance(msg.get("message"), dict) else {}
     content = message.get("content")
     if isinstance(content, str):
         return content, []
@@ -692,7 +683,7 @@ def _prompt_of(msg: dict[str, Any]) -> tuple[str, list[Any]]:
         return "", []
     texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
     others = [b for b in content if isinstance(b, dict) and b.get("type") != "text"]
-    inject = [user_message(others, meta={"origin": "attachment"})] if others else []
+    inject = [user_message(cast(list[Block], others), meta={"origin": "attachment"})] if others else []
     return "\n".join(t for t in texts if t), inject
 
 
@@ -706,7 +697,7 @@ def _install_signals(engine: Any) -> None:
         if presses > 1 or not engine.abort():
             raise SystemExit(EXIT_INTERRUPTED)
 
-    # SIGTERM and SIGHUP end the run the way Ctrl-C does (issue 15): the turn is aborted, its Bash process
+    # SIGTERM and SIGHUP end the run the way Ctrl-C does: the turn is aborted, its Bash process
     # groups are killed, MCP servers are closed on the way out, and the transcript stays valid.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from services.images import ImageError, fit_image
-from services.messages import image_block
+from services.messages import ImageBlock, image_block
 from tools.fsutil import sniff_image
 
 MAX_PASTE_BYTES = 20 * 1024 * 1024  # an image read from the clipboard or a file; fit_image shrinks it after
@@ -331,10 +331,10 @@ class PendingImages:
             del self._items[number]
 
 
-def image_blocks(images: Iterable[PendingImage]) -> tuple[list[dict], list[str]]:
+def image_blocks(images: Iterable[PendingImage]) -> tuple[list[ImageBlock], list[str]]:
     """(image blocks, notes): each image fitted to the API's limits; one that cannot be is a note.
     CPU work (Pillow): call it in a thread."""
-    blocks: list[dict] = []
+    blocks: list[ImageBlock] = []
     notes: list[str] = []
     for image in images:
         try:

@@ -163,7 +163,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     text = " ".join(ns.prompt or []).strip()
     on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
     interactive = not ns.print_mode and on_terminal and ns.input_format == "text"
-    # Trust (issue 15): decided before anything of the folder's is read; only the REPL asks.
+    # Trust: decided before anything of the folder's is read; only the REPL asks.
     trusted = is_trusted(workdir, agent_home())
     if interactive and not trusted:
         from agent.repl import ask_folder_trust
@@ -182,12 +182,11 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
                                             settings.model)
     if ns.max_turns:
         settings.max_turns = ns.max_turns
-    # Thinking (issue 17): --effort, and Claude Code's hidden --thinking / --max-thinking-tokens.
+    # Thinking: --effort, and Claude Code's hidden --thinking / --max-thinking-tokens.
     settings.effort, settings.thinking_mode = ns.effort, ns.thinking
     settings.max_thinking_tokens = ns.max_thinking_tokens
     if ns.mock:
         settings.mock = True
-        os.environ["QUERY_MOCK"] = "1"
     if settings.mock:
         from services.models import MOCK_MODEL
 
@@ -229,6 +228,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         fallback_model=ns.fallback_model,
         betas=split_tool_list(ns.betas),
         headless=not interactive,
+        json_schema=json_schema,
     )
     return Invocation(
         app=app,

@@ -81,7 +81,7 @@ class AppLiveArea:
 
     def _render(self, part: RenderableType, width: int) -> list[tuple[str, str]]:
         buf = io.StringIO()
-        c = Console(file=buf, width=width, force_terminal=True, color_system=self.console.color_system,
+        c = Console(file=buf, width=width, force_terminal=True, color_system=self.console.color_system,  # type: ignore[arg-type]
                     no_color=self.console.no_color, highlight=False)
         c.print(part)
         return merge_fragments(to_formatted_text(ANSI(buf.getvalue())))

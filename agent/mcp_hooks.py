@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from services.messages import image_block, text_block
+from services.messages import ImageBlock, TextBlock, image_block, text_block
 from services.model_types import ModelError, ModelRequest, ModelResponse
 from services.usage import Usage
 
@@ -26,7 +26,7 @@ def _sampling_messages(params: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for m in params.messages:
         items = m.content if isinstance(m.content, list) else [m.content]
-        blocks = []
+        blocks: list[TextBlock | ImageBlock] = []
         for c in items:
             kind = getattr(c, "type", "")
             if kind == "text":
@@ -80,7 +80,7 @@ def make_sampling_handler(engine: Any, ask: AskYesNo | None, notify: Notify) -> 
         one.add(usage)
         notify(f'MCP sampling for "{server}": {one.input_tokens} in / {one.output_tokens} out tokens, '
                f"${one.cost(model):.4f}")
-        text = "".join(b.get("text", "") for b in response.message["content"] if b.get("type") == "text")
+        text = "".join(b["text"] for b in response.message["content"] if b["type"] == "text")
         return CreateMessageResult(role="assistant", content=TextContent(type="text", text=text), model=model,
                                    stopReason="endTurn")
 

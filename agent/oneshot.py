@@ -5,20 +5,23 @@
   result, session_id, total_cost_usd, usage, modelUsage, permission_denials, uuid, ...).
 - stream-json: `system`/`init`, then `assistant` / `user` (/ `stream_event`) events, then the result.
 Exit codes: 0 success, 1 any error (turn limit and budget included), 130 interrupted; 141 when stdout was
-closed (quietly, after the reply being received, which the transcript keeps; issue 21).
+closed (quietly, after the reply being received, which the transcript keeps).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.app import ResumeError
 from agent.errors import set_transcript, silence_stdout
 from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
 from services.session import privacy_warnings
+
+if TYPE_CHECKING:
+    from services.mcp.content import Expanded
 
 
 async def _run(inv: Any) -> int:
@@ -34,7 +37,7 @@ async def _run(inv: Any) -> int:
         return await _run_engine(inv, engine, mcp)
     finally:
         if mcp is not None:
-            # MCP servers start in the background (issue 18): what they reported after the task ended.
+            # MCP servers start in the background: what they reported after the task ended.
             for kind, text in mcp.take_notices():
                 if kind == "warning":
                     sys.stderr.write(f"warning: {text}\n")
@@ -81,7 +84,7 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
 
 
 async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]]:
-    """MCP's part of the input (issue 18): client hooks; `/server:prompt args` expanded into the prompt's
+    """MCP's part of the input: client hooks; `/server:prompt args` expanded into the prompt's
     messages (no extra user text); `@server:uri` mentions read and injected before the prompt. An optional
     `MCP_STARTUP_WAIT_MS` lets the first request wait that long for servers still starting."""
     from agent.mcp_commands import expand_prompt, parse_prompt_command
@@ -102,6 +105,7 @@ async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]
             sync()
     spill = engine.session_dir / "tool-results"
     command = parse_prompt_command(mcp, prompt)
+    out: Expanded | None
     if command is not None:
         out = await expand_prompt(mcp, *command, spill_dir=spill, ask=None)
         text = ""

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.deps import QueryDeps
-from services.compact.autocompact import AutocompactContext, compact_now
+from services.compact.autocompact import AutocompactContext, AutocompactResult, compact_now
 from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions
 from services.compact.pipeline import run_outbound_pipeline, sent_whole_ids
@@ -27,6 +28,7 @@ from services.events import (
     RetryEvent,
     StreamEvent,
     Terminal,
+    TerminalReason,
     TextDeltaEvent,
     ThinkingDeltaEvent,
     ToolResultsEvent,
@@ -35,6 +37,7 @@ from services.events import (
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import (
     Message,
+    ToolUseBlock,
     assistant_message,
     message_text,
     sanitize_assistant,
@@ -73,6 +76,7 @@ class QueryParams:
     tool_context: ToolContext
     model: str
     max_tokens: int = 0  # 0: the model's default (services/models.default_max_tokens)
+    max_output_tokens: int = 0  # CLAUDE_CODE_MAX_OUTPUT_TOKENS: used when max_tokens is 0, capped per model
     max_turns: int = 100
     gate: PermissionGate = field(default_factory=PermissionGate)
     hooks: Hooks = NO_HOOKS
@@ -144,222 +148,312 @@ def _pipeline_env(tools: list[Tool], ctx: ToolContext) -> PipelineEnv:
     )
 
 
+@dataclass
+class Exchange:
+    """One turn of the loop, filled in by its steps in order: the request, the reply, the tool round.
+
+    A step that ends the task sets `terminal` (the driver yields it); one that wants the next turn
+    without the later steps sets `next_turn` (a paused reply, a Stop hook's feedback)."""
+
+    turn: int
+    max_tokens: int  # raised once when the output limit fell inside a tool call
+    escalated: bool = False
+    compacted_for_window: bool = False
+    request_max: int = 0  # the max_tokens the last request was sent with
+    streamed: list[str] = field(default_factory=list)  # text streamed since the last retry
+    response: ModelResponse | None = None
+    assistant: Message | None = None
+    uses: list[ToolUseBlock] = field(default_factory=list)
+    outcome: BatchOutcome | None = None
+    terminal: Terminal | None = None
+    next_turn: bool = False
+
+
+Step = Callable[[Exchange], AsyncIterator[Event]]
+
+
 async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
-    messages = list(params.messages)
-    ctx = params.tool_context
-    tools = {t.name: t for t in params.tools}
-    # Server tools (web_search / web_fetch run by the API) replace their client-side counterparts.
-    replaced = replaced_client_tools(params.server_tools)
-
-    def specs() -> list[dict]:
-        return [t.to_api() for t in params.tools if t.name not in replaced] + server_tool_specs(params.server_tools)
-
-    tool_specs = specs()
-    tool_ids = [id(t) for t in params.tools]
-    env = _pipeline_env(params.tools, ctx)
-    runner = ToolRunner(tools, ctx, params.gate, params.hooks)
-    stop_hook_active = False
-    paused: Message | None = None  # a pause_turn reply waiting for its continuation
-    turn = 0
+    """The ReAct loop: each turn runs the steps below until one of them ends the task."""
+    loop = _Loop(params, deps)
+    steps: list[Step] = [loop.begin_turn, loop.compact_history, loop.call_model, loop.handle_stop,
+                         loop.run_tools, loop.record_turn]
     while True:
-        turn += 1
-        if turn > params.max_turns:
-            for ev in _flush(paused):
+        x = loop.new_exchange()
+        for step in steps:
+            async for ev in step(x):
                 yield ev
-            trace("query.turn_end", reason="max_turns", turn=turn - 1)
-            yield Terminal("max_turns", turn - 1)
+            if x.terminal is not None:
+                yield x.terminal
+                return
+            if x.next_turn:
+                break
+
+
+class _Loop:
+    """The loop's state across turns (the history as sent, the tools, a paused reply) and its steps."""
+
+    def __init__(self, params: QueryParams, deps: QueryDeps) -> None:
+        self.params, self.deps = params, deps
+        self.messages = list(params.messages)
+        self.ctx = params.tool_context
+        # Server tools (web_search / web_fetch run by the API) replace their client-side counterparts.
+        self.replaced = replaced_client_tools(params.server_tools)
+        self.tool_ids: list[int] = []
+        self.tool_specs: list[dict[str, Any]] = []
+        self.env = _pipeline_env(params.tools, self.ctx)
+        self.runner = ToolRunner({}, self.ctx, params.gate, params.hooks)
+        self._tools_changed()
+        self.stop_hook_active = False
+        self.paused: Message | None = None  # a pause_turn reply waiting for its continuation
+        self.turn = 0
+
+    def _tools_changed(self) -> None:
+        params = self.params
+        self.tool_ids = [id(t) for t in params.tools]
+        self.tool_specs = ([t.to_api() for t in params.tools if t.name not in self.replaced]
+                           + server_tool_specs(params.server_tools))
+        self.env = _pipeline_env(params.tools, self.ctx)
+        self.runner.tools = {t.name: t for t in params.tools}
+
+    def new_exchange(self) -> Exchange:
+        self.turn += 1
+        params = self.params
+        return Exchange(self.turn, params.max_tokens or default_max_tokens(params.model, params.max_output_tokens))
+
+    async def begin_turn(self, x: Exchange) -> AsyncIterator[Event]:
+        """Past max_turns the task ends (a paused reply is stored first)."""
+        if x.turn <= self.params.max_turns:
+            trace("query.turn_start", turn=x.turn)
             return
-        trace("query.turn_start", turn=turn)
+        x.turn -= 1
+        for ev in _flush(self.paused):
+            yield ev
+        trace("query.turn_end", reason="max_turns", turn=x.turn)
+        x.terminal = Terminal("max_turns", x.turn)
 
-        # Stage 0: autocompact may write back a summarised history.
-        if params.compact.enabled and params.compact.autocompact:
-            actx = AutocompactContext(
-                params.system, params.model, deps.call_model, params.compact, params.autocompact_state
-            )
-            compacted = await deps.autocompact(messages, actx)
-            if compacted is not None:
-                messages = list(compacted.messages)
-                params.replacement_state.history_replaced()
-                for ev in _compaction_events(compacted):
-                    yield ev
+    def _end(self, x: Exchange, terminal: Terminal) -> list[Event]:
+        """End the task: a paused reply still waiting is stored first, not lost."""
+        x.terminal = terminal
+        return _flush(self.paused)
 
-        # Stages 1-3 and the model call; made again (without recording the first reply) only when the
-        # output limit fell inside a tool call or the context window was exceeded.
-        max_tokens = params.max_tokens or default_max_tokens(params.model)
-        escalated = compacted_for_window = False
+    async def compact_history(self, x: Exchange) -> AsyncIterator[Event]:
+        """Stage 0: autocompact may write back a summarised history."""
+        params = self.params
+        if not (params.compact.enabled and params.compact.autocompact):
+            return
+        actx = AutocompactContext(params.system, params.model, self.deps.call_model, params.compact,
+                                  params.autocompact_state)
+        compacted = await self.deps.autocompact(self.messages, actx)
+        if compacted is not None:
+            for ev in self._replace_history(compacted):
+                yield ev
+
+    def _replace_history(self, compacted: AutocompactResult) -> list[Event]:
+        self.messages = list(compacted.messages)
+        self.params.replacement_state.history_replaced()
+        return _compaction_events(compacted)
+
+    async def call_model(self, x: Exchange) -> AsyncIterator[Event]:
+        """Stages 1-3 and the model call; made again (without recording the first reply) only when the
+        output limit fell inside a tool call or the context window was exceeded."""
         while True:
-            piped = run_outbound_pipeline(
-                messages, params.replacement_state, params.compact, env, microcompact=deps.microcompact
-            )
-            for rec in piped.records:
-                yield RecordEvent(rec)
-            for kind, text in piped.notices:
+            request: list[ModelRequest] = []
+            async for ev in self.prepare_request(x, request):
+                yield ev
+            async for ev in self.stream_reply(x, request[0]):
+                yield ev
+            if x.terminal is not None:
+                return
+            again = False
+            async for ev in self.retry_if_needed(x):
+                again = True
+                yield ev
+            if x.terminal is not None or not again:
+                return
+
+    async def prepare_request(self, x: Exchange, out: list[ModelRequest]) -> AsyncIterator[Event]:
+        """The outbound pipeline, the tools that joined since the last call, the checked request."""
+        params, ctx = self.params, self.ctx
+        piped = run_outbound_pipeline(
+            self.messages, params.replacement_state, params.compact, self.env, microcompact=self.deps.microcompact
+        )
+        for rec in piped.records:
+            yield RecordEvent(rec)
+        for kind, text in piped.notices:
+            yield NoticeEvent(kind, text)
+        visible = sent_whole_ids(piped.messages, params.replacement_state)
+        ctx.is_visible = visible.__contains__
+        if params.refresh_tools is not None:  # tools that joined (or left) since the last model call
+            for kind, text in params.refresh_tools():
                 yield NoticeEvent(kind, text)
-            visible = sent_whole_ids(piped.messages, params.replacement_state)
-            ctx.is_visible = visible.__contains__
+            if [id(t) for t in params.tools] != self.tool_ids:
+                self._tools_changed()
+        # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
+        # sent broken; under AGENT_STRICT_REQUESTS=1 (the test suite) it fails loudly instead.
+        outbound = ensure_valid(to_api(piped.messages), params.system, self.tool_specs)
+        if self.paused is not None:
+            # pause_turn: the paused reply goes back as is, as the last message, and the model goes on.
+            outbound = [*outbound, *to_api([self.paused])]
+        thinking, output_config, x.request_max = thinking_request(params.model, x.max_tokens, params.thinking)
+        out.append(ModelRequest(outbound, params.system, self.tool_specs, params.model, x.request_max, thinking,
+                                output_config))
+        trace("api.request", messages=len(outbound), tools=len(self.tool_specs), model=params.model,
+              max_tokens=x.request_max)
 
-            if params.refresh_tools is not None:  # tools that joined (or left) since the last model call
-                for kind, text in params.refresh_tools():
-                    yield NoticeEvent(kind, text)
-                if [id(t) for t in params.tools] != tool_ids:
-                    tool_ids = [id(t) for t in params.tools]
-                    tools = {t.name: t for t in params.tools}
-                    tool_specs = specs()
-                    env = _pipeline_env(params.tools, ctx)
-                    runner.tools = tools
+    async def stream_reply(self, x: Exchange, request: ModelRequest) -> AsyncIterator[Event]:
+        """The model's reply, its deltas yielded as they arrive; an abort or a failure ends the task."""
+        x.response, x.streamed = None, []
+        stream = _ModelStream(self.deps.call_model(request), self.ctx.abort)
+        try:
+            while True:
+                try:
+                    event = await stream.next()
+                except StopAsyncIteration:
+                    break
+                for ev in _stream_events(x, event):
+                    yield ev
+        except _Aborted:
+            for ev in [*self._end(x, Terminal("aborted", x.turn)), *_interrupted(x.streamed)]:
+                yield ev
+            trace("query.turn_end", reason="aborted", turn=x.turn)
+            return
+        except asyncio.CancelledError:
+            await stream.close()
+            raise
+        except Exception as exc:  # a provider bug still ends the turn cleanly
+            await stream.close()
+            text = str(exc) if isinstance(exc, ModelError) else scrub(
+                f"Model call failed: {type(exc).__name__}: {exc}")
+            x.response = None
+            for ev in self._failed(x, text):
+                yield ev
+            return
+        if x.response is None:
+            for ev in self._failed(x, "The model stream ended without a message."):
+                yield ev
 
-            # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
-            # sent broken; under AGENT_STRICT_REQUESTS=1 (the test suite) it fails loudly instead.
-            outbound = ensure_valid(to_api(piped.messages), params.system, tool_specs)
-            if paused is not None:
-                # pause_turn: the paused reply goes back as is, as the last message, and the model goes on.
-                outbound = [*outbound, *to_api([paused])]
-            thinking, output_config, request_max = thinking_request(params.model, max_tokens, params.thinking)
-            request = ModelRequest(
-                outbound, params.system, tool_specs, params.model, request_max, thinking, output_config
-            )
-            trace("api.request", messages=len(request.messages), tools=len(tool_specs), model=params.model,
-                  max_tokens=request_max)
-            response: ModelResponse | None = None
-            streamed: list[str] = []
-            stream = _ModelStream(deps.call_model(request), ctx.abort)
-            try:
-                while True:
-                    try:
-                        event = await stream.next()
-                    except StopAsyncIteration:
-                        break
-                    if isinstance(event, TextDelta):
-                        streamed.append(event.text)
-                        yield TextDeltaEvent(event.text)
-                    elif isinstance(event, ThinkingDelta):
-                        yield ThinkingDeltaEvent(event.text)
-                    elif isinstance(event, Retrying):
-                        streamed.clear()
-                        yield RetryEvent(event.attempt, event.delay, event.reason)
-                        yield NoticeEvent(
-                            "retry", f"Model call failed ({event.reason}); retry {event.attempt} in {event.delay:.1f} s"
-                        )
-                    elif isinstance(event, ModelResponse):
-                        response = event
-                    elif isinstance(event, RawStreamEvent):
-                        yield StreamEvent(event.event)
-            except _Aborted:
-                for ev in [*_flush(paused), *_interrupted(streamed)]:
-                    yield ev
-                trace("query.turn_end", reason="aborted", turn=turn)
-                yield Terminal("aborted", turn)
-                return
-            except ModelError as exc:
-                await stream.close()
-                trace("query.turn_end", reason="error", turn=turn)
-                for ev in _flush(paused):
-                    yield ev
-                yield Terminal("error", turn, str(exc))
-                return
-            except asyncio.CancelledError:
-                await stream.close()
-                raise
-            except Exception as exc:  # a provider bug still ends the turn cleanly
-                await stream.close()
-                trace("query.turn_end", reason="error", turn=turn)
-                for ev in _flush(paused):
-                    yield ev
-                yield Terminal("error", turn, scrub(f"Model call failed: {type(exc).__name__}: {exc}"))
-                return
-            if response is None:
-                trace("query.turn_end", reason="error", turn=turn)
-                for ev in _flush(paused):
-                    yield ev
-                yield Terminal("error", turn, "The model stream ended without a message.")
-                return
-            limit = max_output_tokens(params.model)
-            if response.cut_tool_use and response.stop_reason == "max_tokens" and not escalated and max_tokens < limit:
-                # Claude Code's answer to a tool call cut by max_tokens: the same request with more room.
-                escalated = True
-                trace("query.max_tokens_retry", old=max_tokens, new=limit)
-                max_tokens = limit
-                yield RetryEvent(0, 0.0, "max_tokens")
-                yield NoticeEvent("retry", f"The reply hit the output limit inside a tool call; asking again "
-                                           f"with max_tokens {limit}.")
-                continue
-            if response.stop_reason == "model_context_window_exceeded" and not compacted_for_window:
-                compacted_for_window = True
-                yield RetryEvent(0, 0.0, "model_context_window_exceeded")
-                compacted = await _compact_for_window(messages, params, deps)
-                if compacted is None:
-                    yield Terminal("context_window_exceeded", turn, CONTEXT_EXCEEDED, response.stop_reason)
-                    return
-                messages = list(compacted.messages)
-                params.replacement_state.history_replaced()
-                for ev in _compaction_events(compacted):
-                    yield ev
-                yield NoticeEvent("compact", "The context window was full; compacted the conversation and retrying.")
-                continue
-            break
+    def _failed(self, x: Exchange, text: str) -> list[Event]:
+        trace("query.turn_end", reason="error", turn=x.turn)
+        return self._end(x, Terminal("error", x.turn, text))
 
+    async def retry_if_needed(self, x: Exchange) -> AsyncIterator[Event]:
+        """Yields only when the call must be made again: a tool call cut by max_tokens (once, with the
+        model's maximum output, as Claude Code does) or a full context window (once, after compacting)."""
+        response = x.response
+        assert response is not None
+        limit = max_output_tokens(self.params.model)
+        if response.cut_tool_use and response.stop_reason == "max_tokens" and not x.escalated and x.max_tokens < limit:
+            x.escalated = True
+            trace("query.max_tokens_retry", old=x.max_tokens, new=limit)
+            x.max_tokens = limit
+            yield RetryEvent(0, 0.0, "max_tokens")
+            yield NoticeEvent("retry", f"The reply hit the output limit inside a tool call; asking again "
+                                       f"with max_tokens {limit}.")
+            return
+        if response.stop_reason == "model_context_window_exceeded" and not x.compacted_for_window:
+            x.compacted_for_window = True
+            yield RetryEvent(0, 0.0, "model_context_window_exceeded")
+            compacted = await _compact_for_window(self.messages, self.params, self.deps)
+            if compacted is None:
+                x.terminal = Terminal("context_window_exceeded", x.turn, CONTEXT_EXCEEDED, response.stop_reason)
+                return
+            for ev in self._replace_history(compacted):
+                yield ev
+            yield NoticeEvent("compact", "The context window was full; compacted the conversation and retrying.")
+
+    async def handle_stop(self, x: Exchange) -> AsyncIterator[Event]:
+        """The reply kept in the history, and what its stop reason does: pause, end, or ask for tools."""
+        response = x.response
+        assert response is not None
         stop = response.stop_reason
         assistant = response.message
-        if paused is not None:  # the continuation of a paused turn is the same message
-            assistant, paused = _continued(paused, assistant), None
+        if self.paused is not None:  # the continuation of a paused turn is the same message
+            assistant, self.paused = _continued(self.paused, assistant), None
         if stop == "pause_turn" and assistant["content"]:
             # A long server-tool turn paused: it is sent back as is and the model goes on; it is stored
             # (one message) when the turn is done.
-            trace("query.pause_turn", turn=turn)
-            paused = assistant
-            continue
-        # Duplicate tool_use ids renamed, over-deep inputs refused (issue 21): every output kept, no recursion.
-        assistant = sanitize_assistant(assistant, {u["id"] for m in messages for u in tool_uses(m)})
+            trace("query.pause_turn", turn=x.turn)
+            self.paused, x.next_turn = assistant, True
+            return
+        # Duplicate tool_use ids renamed, over-deep inputs refused: every output kept, no recursion.
+        assistant = sanitize_assistant(assistant, {u["id"] for m in self.messages for u in tool_uses(m)})
         if assistant["content"]:
             # An empty message (a refusal, a reply with nothing in it) is never stored: sent back, it is a 400.
-            assistant.setdefault("meta", {})["model"] = params.model  # usage is priced by the model that served it
-            messages.append(assistant)
+            assistant.setdefault("meta", {})["model"] = self.params.model  # usage is priced by its model
+            self.messages.append(assistant)
             yield AssistantEvent(assistant)
-        ending = _stop_outcome(response, request_max)
+        ending = _stop_outcome(response, x.request_max)
         if ending is not None:
             reason, text = ending
-            trace("query.turn_end", reason=reason, turn=turn, stop_reason=stop)
-            yield Terminal(reason, turn, text, stop)
+            trace("query.turn_end", reason=reason, turn=x.turn, stop_reason=stop)
+            x.terminal = Terminal(reason, x.turn, text, stop)
             return
-        uses = tool_uses(assistant)
-        if uses:
-            trace("api.assistant", kind="tool_use", tool_uses=len(uses))
-        else:
-            trace("api.assistant", kind="text", text_len=len(message_text(assistant)))
-            decision = await params.hooks.stop(message_text(assistant), stop_hook_active)
-            if decision is not None and decision.action == "block":
-                stop_hook_active = True
-                feedback = user_message(f"Stop hook feedback:\n{decision.reason}")
-                messages.append(feedback)
-                yield UserMessageEvent(feedback)
-                continue
-            trace("query.turn_end", reason="completed", turn=turn)
-            yield Terminal("completed", turn, "", stop)
+        x.assistant, x.uses = assistant, tool_uses(assistant)
+        if x.uses:
+            trace("api.assistant", kind="tool_use", tool_uses=len(x.uses))
             return
+        async for ev in self._answered(x, assistant, stop):
+            yield ev
 
-        outcome: BatchOutcome | None = None
-        async for item in runner.run(uses):
+    async def _answered(self, x: Exchange, assistant: Message, stop: str | None) -> AsyncIterator[Event]:
+        """A reply without tool calls completes the task, unless a Stop hook sends feedback."""
+        trace("api.assistant", kind="text", text_len=len(message_text(assistant)))
+        decision = await self.params.hooks.stop(message_text(assistant), self.stop_hook_active)
+        if decision is not None and decision.action == "block":
+            self.stop_hook_active = True
+            feedback = user_message(f"Stop hook feedback:\n{decision.reason}")
+            self.messages.append(feedback)
+            yield UserMessageEvent(feedback)
+            x.next_turn = True
+            return
+        trace("query.turn_end", reason="completed", turn=x.turn)
+        x.terminal = Terminal("completed", x.turn, "", stop)
+
+    async def run_tools(self, x: Exchange) -> AsyncIterator[Event]:
+        """The tool calls, through the gate and hooks; their events as they happen."""
+        async for item in self.runner.run(x.uses):
             if isinstance(item, BatchOutcome):
-                outcome = item
+                x.outcome = item
             else:
                 yield item
-        assert outcome is not None
+
+    async def record_turn(self, x: Exchange) -> AsyncIterator[Event]:
+        """The results message (stage 1 decided on arrival) and any messages the tools added, into the history."""
+        params, outcome, assistant = self.params, x.outcome, x.assistant
+        assert outcome is not None and assistant is not None
         results_msg = mark_empty_results(assistant, user_message(list(outcome.results)))
         if params.compact.enabled:
             # Stage 1 decides now, so the history and the transcript keep the pointer, not the original.
-            decided = decide_new_results(assistant, results_msg, params.replacement_state, params.compact, env)
+            decided = decide_new_results(assistant, results_msg, params.replacement_state, params.compact, self.env)
             results_msg = decided.messages[0]
             for rec in decided.records:
                 yield RecordEvent(rec)
             for kind, text in decided.notices:
                 yield NoticeEvent(kind, text)
-        messages.append(results_msg)
-        messages.extend(outcome.new_messages)
+        self.messages.append(results_msg)
+        self.messages.extend(outcome.new_messages)
         yield ToolResultsEvent(results_msg, list(outcome.new_messages))
         if outcome.end_turn:
-            trace("query.turn_end", reason="aborted", turn=turn)
-            yield Terminal("aborted", turn, "" if outcome.aborted else "Tool use rejected by the user.")
-            return
+            trace("query.turn_end", reason="aborted", turn=x.turn)
+            x.terminal = Terminal("aborted", x.turn, "" if outcome.aborted else "Tool use rejected by the user.")
+
+
+def _stream_events(x: Exchange, event: object) -> list[Event]:
+    """What one provider event becomes for front ends; the final message is kept on the exchange."""
+    if isinstance(event, TextDelta):
+        x.streamed.append(event.text)
+        return [TextDeltaEvent(event.text)]
+    if isinstance(event, ThinkingDelta):
+        return [ThinkingDeltaEvent(event.text)]
+    if isinstance(event, Retrying):
+        x.streamed.clear()
+        return [RetryEvent(event.attempt, event.delay, event.reason), NoticeEvent(
+            "retry", f"Model call failed ({event.reason}); retry {event.attempt} in {event.delay:.1f} s")]
+    if isinstance(event, ModelResponse):
+        x.response = event
+    elif isinstance(event, RawStreamEvent):
+        return [StreamEvent(event.event)]
+    return []
 
 
 CONTEXT_EXCEEDED = (
@@ -369,7 +463,7 @@ CONTEXT_EXCEEDED = (
 REFUSAL = "The model declined to answer this request (stop_reason: refusal); nothing was run."
 
 
-def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[str, str] | None:
+def _stop_outcome(response: ModelResponse, max_tokens: int) -> tuple[TerminalReason, str] | None:
     """How a stop reason ends the turn, or None when the loop goes on (tool_use, pause_turn) or the
     turn completes normally (end_turn, stop_sequence)."""
     stop = response.stop_reason
@@ -402,13 +496,14 @@ def _flush(paused: Message | None) -> list[Event]:
     return [] if paused is None else [AssistantEvent(paused)]
 
 
-def _compaction_events(compacted) -> list[Event]:
+def _compaction_events(compacted: AutocompactResult) -> list[Event]:
     """What a compaction tells the engine: its records, the new history, its notices."""
     return [*(RecordEvent(rec) for rec in compacted.records), HistoryReplacedEvent(list(compacted.messages)),
             *(NoticeEvent(kind, text) for kind, text in compacted.notices)]
 
 
-async def _compact_for_window(messages: list[Message], params: QueryParams, deps: QueryDeps):
+async def _compact_for_window(messages: list[Message], params: QueryParams,
+                              deps: QueryDeps) -> AutocompactResult | None:
     """A forced compaction after model_context_window_exceeded, or None when it is not possible."""
     actx = AutocompactContext(params.system, params.model, deps.call_model, params.compact, params.autocompact_state)
     try:

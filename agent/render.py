@@ -421,7 +421,7 @@ def past_lines(messages: list[Any]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for m in messages:
         content = m.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if isinstance(content, str) else (content or [])
         if m.get("role") == "user":
             if m.get("meta"):
                 continue  # injected context (mentions, hooks, notifications), not the user's words

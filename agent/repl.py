@@ -20,10 +20,10 @@ import errno
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
@@ -31,7 +31,7 @@ from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.layout import ConditionalContainer, Window
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.patch_stdout import StdoutProxy
 from rich.console import Console
@@ -83,7 +83,7 @@ from services.events import AssistantEvent, ToolEndEvent
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
 from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
-from tools.permissions import Answer, PermissionRequest, PermissionResult
+from tools.permissions import Answer, Mode, PermissionRequest, PermissionResult
 from tools.todo import format_todos
 
 PROMPT = "> "
@@ -188,7 +188,7 @@ class _TerminalProxy(StdoutProxy):
             return
         app = self.app_session.app
         drawn = app is not None and app.is_running and not app.is_done and not app._running_in_terminal  # noqa: SLF001
-        if drawn and app.renderer.waiting_for_cpr:
+        if drawn and app is not None and app.renderer.waiting_for_cpr:
             # A cursor report is on its way (start, resize, Ctrl-L): it will say how many rows are left below
             # the application *before* this write. Writing now would let that stale answer stretch the
             # application down and scroll the written text off the screen. Wait for it (at most 2 s).
@@ -363,7 +363,7 @@ class Repl:
         trace("repl.exit", code=code)
         self._exit_code = code
         app = self.session.app
-        if app.is_running and not app.future.done():
+        if app.is_running and app.future is not None and not app.future.done():
             app.exit(result=code)
 
     def _invalidate(self) -> None:
@@ -401,7 +401,8 @@ class Repl:
         window = Window(FormattedTextControl(lambda: FormattedText(self.live.fragments())),
                         dont_extend_height=True, wrap_lines=False)
         shown = Condition(lambda: self._question is None and bool(self.live.parts))
-        self.session.layout.container.children.insert(0, ConditionalContainer(window, filter=shown))
+        root = cast(HSplit, self.session.layout.container)  # PromptSession's layout is an HSplit
+        root.children.insert(0, ConditionalContainer(window, filter=shown))
 
     def message(self) -> Any:
         """Above the input line: the open question (the live area is hidden meanwhile); then the prompt sign."""
@@ -432,7 +433,7 @@ class Repl:
 
     def cycle_mode(self) -> None:
         """Shift+Tab: default -> acceptEdits -> plan -> default (bypassPermissions only if it was chosen)."""
-        order = ["default", "acceptEdits", "plan"]
+        order: list[Mode] = ["default", "acceptEdits", "plan"]
         if self.opts.permission_mode == "bypassPermissions":
             order.append("bypassPermissions")
         mode = self.engine.gate.mode
@@ -478,7 +479,7 @@ class Repl:
         self.on_ctrl_c()
 
     def _terminate(self) -> None:
-        """SIGTERM / SIGHUP (issue 15): end like Ctrl-C ends a turn, then leave the REPL."""
+        """SIGTERM / SIGHUP: end like Ctrl-C ends a turn, then leave the REPL."""
         self.dispatch(Terminate())
 
     def asking_kind(self) -> str | None:
@@ -628,7 +629,7 @@ class Repl:
             code = await self.handle_line(text, images)
         except asyncio.CancelledError:
             self._report("Interrupted", "yellow")
-        except OSError as exc:  # disk full, read-only...: one line naming the path (issue 21)
+        except OSError as exc:  # disk full, read-only...: one line naming the path
             self._report(os_error_line(exc), "bold red")
         except Exception as exc:  # noqa: BLE001 - a command's bug must not end the session
             self._report(f"Error: {type(exc).__name__}: {exc}", "bold red")
@@ -778,7 +779,7 @@ class Repl:
                 turn_text, inject = result.run_turn
                 await self.run_turn(turn_text, inject)
             return None
-        inject: list = []
+        inject = []
         if self.mcp is not None and "@" in text:
             from services.mcp.content import expand_mentions
 
@@ -871,8 +872,7 @@ class Repl:
                 self.renderer.tools.update({t.name: t for t in self.engine.tools})
                 return notices
 
-            self.engine.refresh_tools = refresh_and_render
-            self.engine.prompt_source = _with_instructions(self.engine.prompt_source, self.mcp)
+            self.engine.attach_mcp(refresh_and_render, self.mcp.instructions)
 
     @staticmethod
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -884,7 +884,7 @@ class Repl:
     async def run(self, continue_: bool = False, resume: str | None = None, initial_prompt: str | None = None) -> int:
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(self._loop_exception)
-        handled: list[int] = []
+        handled: list[signal.Signals] = []
         for sig, handler in ((signal.SIGTERM, self._terminate), (signal.SIGHUP, self._terminate),
                              (signal.SIGINT, self._on_sigint)):
             try:
@@ -971,7 +971,7 @@ class Repl:
             return
         proxy = _TerminalProxy(raw=True, sleep_between_writes=0.02)
         saved = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = proxy  # type: ignore[assignment]
+        sys.stdout = sys.stderr = proxy
         try:
             yield
         finally:
@@ -982,15 +982,8 @@ class Repl:
                 pass
 
 
-def _with_instructions(source: Any, mcp: Any) -> Any:
-    """The system prompt plus the MCP servers' instructions (sorted by server: byte-stable)."""
-    from agent.app import _with_mcp_instructions
-
-    return lambda: _with_mcp_instructions(source(), mcp)
-
-
 def ask_folder_trust(cwd: Path, home: Path) -> bool:
-    """Issue 15: on first open of a folder with its own configuration, ask once whether to trust it.
+    """On first open of a folder with its own configuration, ask once whether to trust it.
 
     The answer is recorded in the agent home either way ("no" is not asked again: `agent trust` changes
     it). A folder without project configuration is not asked about and stays untrusted.
@@ -1052,14 +1045,14 @@ def run_repl(opts: AppOptions, continue_: bool = False, resume: str | None = Non
         return EXIT_INTERRUPTED
 
 
-def _prompt_text(message: dict[str, Any]) -> str:
+def _prompt_text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
     return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text").strip()
 
 
-def _last_prompt_index(messages: list[dict[str, Any]]) -> int:
+def _last_prompt_index(messages: Sequence[Mapping[str, Any]]) -> int:
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "user" and not messages[i].get("meta") and _prompt_text(messages[i]):
             return i

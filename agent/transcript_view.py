@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.text import Text
 
 from agent.permission_menu import visible
-from services.messages import is_user_text_message
+from services.messages import Message, is_user_text_message
 from services.tool_result_storage import PERSISTED_OUTPUT_TAG
 
 MAX_RESULT_LINES = 2000  # past this, a result is cut and points at its full output
@@ -33,7 +33,7 @@ _POINTER = re.compile(r"Full output saved to: (.+)$", re.M)
 def turn_starts(messages: list[dict[str, Any]]) -> list[int]:
     """Indexes of the user's own prompts (not tool results, not injected notes): where turns begin."""
     return [i for i, m in enumerate(messages)
-            if m.get("role") == "user" and (isinstance(m.get("content"), str) or is_user_text_message(m))]
+            if m.get("role") == "user" and (isinstance(m.get("content"), str) or is_user_text_message(cast(Message, m)))]
 
 
 def select_turns(messages: list[dict[str, Any]], args: str) -> tuple[list[dict[str, Any]], str | None]:

@@ -27,15 +27,15 @@ def main(argv: list[str]) -> int:
         for folder in trusted_folders(home):
             sys.stdout.write(folder + "\n")
         return 0
-    folder = Path(dirs[0] if dirs else ".").expanduser().resolve()
-    if not folder.is_dir():
-        sys.stderr.write(f"error: {folder}: not a directory\n")
+    folder_path = Path(dirs[0] if dirs else ".").expanduser().resolve()
+    if not folder_path.is_dir():
+        sys.stderr.write(f"error: {folder_path}: not a directory\n")
         return 2
     if "--revoke" in flags:
-        if revoke(folder, home):
-            sys.stdout.write(f"Revoked trust for {folder}\n")
+        if revoke(folder_path, home):
+            sys.stdout.write(f"Revoked trust for {folder_path}\n")
             return 0
-        sys.stderr.write(f"error: {folder} was not trusted (a parent folder may be: agent trust --list)\n")
+        sys.stderr.write(f"error: {folder_path} was not trusted (a parent folder may be: agent trust --list)\n")
         return 1
-    sys.stdout.write(f"Trusted {trust(folder, home)}\n")
+    sys.stdout.write(f"Trusted {trust(folder_path, home)}\n")
     return 0

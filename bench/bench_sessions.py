@@ -1,4 +1,4 @@
-"""Scale of history (issue 21): `agent -c` with 1 and with 2,000 sessions in the project.
+"""Scale of history: `agent -c` with 1 and with 2,000 sessions in the project.
 
 The target: a one-shot `agent --mock -c -p hi` with 2,000 sessions within 1.2x its time with one. Also
 the in-process cost of finding the session (`latest_session`, via the index) against the old way (stat

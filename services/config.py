@@ -79,7 +79,7 @@ def getenv(name: str, default: str | None = None) -> str | None:
 
 def agent_environ() -> Mapping[str, str]:
     """The real environment with a trusted `.env` under it, as a read-only mapping for `environ=` params."""
-    return ChainMap(os.environ, _dotenv)  # type: ignore[arg-type]
+    return ChainMap(os.environ, _dotenv)
 
 
 def client_options() -> dict[str, str]:
@@ -146,14 +146,15 @@ class Settings:
     effort: str | None = None  # --effort (Claude Code's flag): low | medium | high | xhigh | max
     thinking_mode: str | None = None  # --thinking adaptive | enabled | disabled
     max_thinking_tokens: int | None = None  # --max-thinking-tokens (beats MAX_THINKING_TOKENS)
+    max_output_tokens: int = 0  # CLAUDE_CODE_MAX_OUTPUT_TOKENS: max_tokens when MAX_TOKENS is not set
 
     @classmethod
     def from_env(cls) -> Settings:
         from services.models import resolve_model
 
-        # Claude Code's name for the output limit; checked here so a bad value names the variable.
-        env_int("CLAUDE_CODE_MAX_OUTPUT_TOKENS", 0, minimum=1)
         return cls(
+            # Claude Code's name for the output limit; a bad value names the variable.
+            max_output_tokens=env_int("CLAUDE_CODE_MAX_OUTPUT_TOKENS", 0, minimum=1),
             model=resolve_model(getenv("ANTHROPIC_MODEL") or DEFAULT_MODEL, agent_environ()),
             max_turns=env_int("MAX_TURNS", DEFAULT_MAX_TURNS, minimum=1),
             max_tokens=env_int("MAX_TOKENS", DEFAULT_MAX_TOKENS, minimum=1),

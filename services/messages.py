@@ -7,7 +7,8 @@ them and keep the pairing invariant (every tool_use answered by exactly one tool
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Sequence
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 
 class TextBlock(TypedDict):
@@ -93,15 +94,15 @@ def tool_result_block(
     return block
 
 
-def user_message(content: str | list[Block], meta: dict[str, Any] | None = None) -> Message:
-    blocks = [text_block(content)] if isinstance(content, str) else list(content)
+def user_message(content: str | Sequence[Block], meta: dict[str, Any] | None = None) -> Message:
+    blocks: list[Block] = [text_block(content)] if isinstance(content, str) else list(content)
     msg: Message = {"role": "user", "content": blocks}
     if meta:
         msg["meta"] = meta
     return msg
 
 
-def assistant_message(blocks: list[Block], usage: dict[str, int] | None = None) -> Message:
+def assistant_message(blocks: Sequence[Block], usage: dict[str, int] | None = None) -> Message:
     msg: Message = {"role": "assistant", "content": list(blocks)}
     if usage is not None:
         msg["usage"] = usage
@@ -179,15 +180,15 @@ def repair_pairing(messages: list[Message], reason: str = SKIPPED_TOOL_RESULT_ME
 
 def to_api(messages: list[Message]) -> list[dict[str, Any]]:
     """Messages as the API takes them: local bookkeeping keys removed, nothing else changed."""
-    out = []
+    out: list[dict[str, Any]] = []
     for m in messages:
-        if any(k in m for k in LOCAL_KEYS):
-            m = {k: v for k, v in m.items() if k not in LOCAL_KEYS}  # type: ignore[assignment]
-        out.append(m)
+        plain = cast(dict[str, Any], m)
+        out.append({k: v for k, v in plain.items() if k not in LOCAL_KEYS} if any(k in m for k in LOCAL_KEYS)
+                   else plain)
     return out
 
 
-# -- hostile or damaged histories (issue 21) ------------------------------------------------------
+# -- hostile or damaged histories ------------------------------------------------------
 
 # A tool input nested deeper than this is refused before anything recurses over it (validation, JSON
 # encoding, the transcript); the model never needs more than a few levels.
@@ -217,6 +218,12 @@ def _unique_id(tid: str, seen: set[str]) -> str:
     return f"{tid}_{n}"
 
 
+def blocks_of(message: Message) -> list[dict[str, Any]]:
+    """A message's blocks as plain dicts, for code that handles every block type (thinking, server
+    tools...), not only the four the TypedDicts name."""
+    return cast(list[dict[str, Any]], message["content"])
+
+
 def sanitize_assistant(message: Message, seen_ids: set[str]) -> Message:
     """The assistant message as the loop keeps it: a tool_use id already used (in this message or the
     history, `seen_ids`, which is updated) gets a `_2`, `_3`... suffix so every output keeps its own
@@ -227,7 +234,8 @@ def sanitize_assistant(message: Message, seen_ids: set[str]) -> Message:
         return message
     out: list[Any] = []
     changed = False
-    for b in content:
+    for block in content:
+        b = cast(dict[str, Any], block)
         if isinstance(b, dict) and b.get("type") == "tool_use":
             tid = b.get("id") if isinstance(b.get("id"), str) else "toolu_missing"
             if tid in seen_ids:
@@ -237,7 +245,7 @@ def sanitize_assistant(message: Message, seen_ids: set[str]) -> Message:
                 b, changed = {**b, "input": {INVALID_INPUT_KEY: why}}, True
             seen_ids.add(b["id"])
         out.append(b)
-    return {**message, "content": out} if changed else message  # type: ignore[return-value]
+    return cast(Message, {**message, "content": out}) if changed else message
 
 
 def normalize_history(messages: list[Message]) -> tuple[list[Message], list[str]]:
@@ -266,17 +274,17 @@ def normalize_history(messages: list[Message]) -> tuple[list[Message], list[str]
     for m in messages:
         if m["role"] == "assistant":
             close_pending()
-            before = {b.get("id") for b in m["content"] if b.get("type") == "tool_use"}
+            before = {b.get("id") for b in blocks_of(m) if b.get("type") == "tool_use"}
             fixed = sanitize_assistant(m, seen)
-            uses = [b for b in fixed["content"] if b.get("type") == "tool_use"]
-            orig = [b.get("id") for b in m["content"] if b.get("type") == "tool_use"]
+            uses = [b for b in blocks_of(fixed) if b.get("type") == "tool_use"]
+            orig = [str(b.get("id")) for b in blocks_of(m) if b.get("type") == "tool_use"]
             renamed = [f"{o} -> {u['id']}" for o, u in zip(orig, uses, strict=True) if o != u["id"]]
             if renamed:
                 actions.append("renamed duplicate tool_use ids " + ", ".join(renamed))
             if fixed is not m and not renamed and before:
                 actions.append("replaced an over-deep tool input")
             if out and out[-1]["role"] == "assistant":
-                out[-1] = {**out[-1], "content": [*out[-1]["content"], *fixed["content"]]}  # type: ignore[typeddict-item]
+                out[-1] = {**out[-1], "content": [*out[-1]["content"], *fixed["content"]]}
                 actions.append("joined two assistant messages in a row")
             else:
                 out.append(fixed)
@@ -314,7 +322,7 @@ def normalize_history(messages: list[Message]) -> tuple[list[Message], list[str]
         if not content:
             actions.append("dropped an empty user message")
             continue
-        out.append(m if content == m["content"] else {**m, "content": content})  # type: ignore[typeddict-item]
+        out.append(m if content == m["content"] else {**m, "content": content})
     close_pending()
     if out and out[0]["role"] != "user":
         out.insert(0, user_message(LOST_MESSAGES_NOTE))

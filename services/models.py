@@ -231,17 +231,11 @@ def thinking_support(model: str) -> Thinking:
     return info(model).thinking
 
 
-def default_max_tokens(model: str, env: Mapping[str, str] | None = None) -> int:
-    """What we send as `max_tokens`: `CLAUDE_CODE_MAX_OUTPUT_TOKENS` when set (capped at the model's
-    maximum), else the model's default. A malformed value is ignored here; config reports it."""
-    if env is None:
-        import os  # callers that predate the env argument: the process environment
-
-        env = os.environ
-    raw = env.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "").strip()
-    limit = info(model).max_output
-    if raw.isdigit() and int(raw) > 0:
-        return min(int(raw), limit)
+def default_max_tokens(model: str, requested: int = 0) -> int:
+    """What we send as `max_tokens`: `requested` (the `CLAUDE_CODE_MAX_OUTPUT_TOKENS` setting) when set,
+    capped at the model's maximum, else the model's default."""
+    if requested > 0:
+        return min(requested, info(model).max_output)
     return info(model).default_max_tokens
 
 

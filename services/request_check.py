@@ -131,7 +131,7 @@ def check_request(
             for i in idx:
                 for b in messages[i].get("content") or []:
                     if isinstance(b, dict) and b.get("type") == "tool_use":
-                        pending[b.get("id")] = i
+                        pending[str(b.get("id"))] = i
             continue
         answered: set[str] = set()
         seen_other = False

@@ -6,7 +6,7 @@ Layout under the agent home: `projects/<slug>/<session-id>.jsonl`, the session's
 version), `message`, `decision` (stage 1/2 replacement decisions), `history_replaced` (an autocompact
 write-back), `repair` (what a load had to fix) and others that later features add.
 
-The contract (issue 21):
+The contract:
 - each record is one `write` of a complete line on an O_APPEND descriptor; a failed or short write is
   truncated away at once, so a full disk never leaves half a line; message records are fsynced (the
   turn boundaries);

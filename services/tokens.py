@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-from services.messages import Message
+from services.messages import Message, blocks_of
 
 # Units per character by script class (4 units ~ 1 token), measured with Anthropic's published tokenizer
 # on bench/data/token_calibration.json (bench/context_economy.py prints the error per sample):
@@ -76,11 +76,11 @@ def _json_read_ids(messages: list[Message]) -> set[str]:
     for m in messages:
         if m.get("role") != "assistant":
             continue
-        for b in m.get("content", []):
+        for b in blocks_of(m):
             if b.get("type") == "tool_use" and b.get("name") == READ_TOOL:
-                path = str((b.get("input") or {}).get("file_path", ""))  # type: ignore[union-attr]
+                path = str((b.get("input") or {}).get("file_path", ""))
                 if path.lower().endswith(JSON_SUFFIXES):
-                    ids.add(b["id"])  # type: ignore[typeddict-item]
+                    ids.add(b["id"])
     return ids
 
 
@@ -90,25 +90,25 @@ def estimate_tokens(messages: list[Message], json_read_ids: set[str] | None = No
     json_ids = _json_read_ids(messages) if json_read_ids is None else json_read_ids | _json_read_ids(messages)
     chars = json_chars = fixed = 0
     for m in messages:
-        for b in m.get("content", []):
+        for b in blocks_of(m):
             t = b.get("type")
             if t == "text":
-                chars += text_units(b["text"])  # type: ignore[typeddict-item]
+                chars += text_units(b["text"])
             elif t == "tool_use":
-                chars += len(b["name"]) + text_units(json.dumps(b["input"], ensure_ascii=False))  # type: ignore[typeddict-item]
+                chars += len(b["name"]) + text_units(json.dumps(b["input"], ensure_ascii=False))
             elif t == "tool_result":
-                c, f = _content_chars(b["content"])  # type: ignore[typeddict-item]
+                c, f = _content_chars(b["content"])
                 fixed += f
-                if b["tool_use_id"] in json_ids:  # type: ignore[typeddict-item]
+                if b["tool_use_id"] in json_ids:
                     json_chars += c
                 else:
                     chars += c
             elif t in ("image", "document"):
                 fixed += 1
             elif t == "thinking":
-                chars += text_units(b.get("thinking", ""))  # type: ignore[call-overload]
+                chars += text_units(b.get("thinking", ""))
             elif t == "redacted_thinking":
-                chars += len(b.get("data", ""))  # type: ignore[call-overload]
+                chars += len(b.get("data", ""))
             else:
                 chars += len(json.dumps(b, ensure_ascii=False))
     return (

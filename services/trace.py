@@ -11,10 +11,19 @@ import sys
 _SECRET_KEYS = re.compile(r"(key|token|authorization|secret|password)", re.I)
 
 
+_forced = False  # --debug: on whatever TRACE says
+
+
+def turn_on() -> None:
+    """Trace from now on (`--debug`), without writing TRACE into the environment children inherit."""
+    global _forced
+    _forced = True
+
+
 def enabled() -> bool:
     from services.config import getenv
 
-    return getenv("TRACE") == "1"
+    return _forced or getenv("TRACE") == "1"
 
 
 def _fmt(value: object) -> str:

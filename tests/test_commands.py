@@ -131,7 +131,7 @@ async def test_model_outside_the_catalog_is_checked_against_the_endpoint(env, fa
     assert ctx.engine.config.compact.context_window_tokens == 300_000
     from services.models import default_max_tokens
 
-    assert default_max_tokens("my-gateway-model", {}) == 16_000
+    assert default_max_tokens("my-gateway-model") == 16_000
     assert [r.path for r in fake_env.get_requests] == ["/v1/models/claude-opuss-5-5", "/v1/models",
                                                         "/v1/models/my-gateway-model"]
     assert fake_env.requests == []  # no model call was spent on the check

@@ -438,7 +438,7 @@ def test_cli_project_with_agents_md_skill_and_hook(cli, workdir, fake_anthropic,
     fake_anthropic.reply(tool_block("Skill", {"skill": "review"}))
     fake_anthropic.reply(tool_block("Read", {"file_path": str(workdir / "secret.txt")}))
     fake_anthropic.reply("All reviewed.")
-    trust(workdir, cli.agent_home)  # project hooks run only in a trusted folder (issue 15)
+    trust(workdir, cli.agent_home)  # project hooks run only in a trusted folder
     r = cli("-p", "review my change", TRACE="1")
     assert r.code == 0, r.stderr
     assert "All reviewed." in r.stdout

@@ -59,6 +59,12 @@ def _ours(case: dict) -> str:
     return wire_model(legacy_target(requested, env) or requested)[0]
 
 
+def _output_limit(env: dict[str, str]) -> int:
+    """The CLAUDE_CODE_MAX_OUTPUT_TOKENS setting a recorded case ran with (0: unset)."""
+    raw = env.get("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "")
+    return int(raw) if raw.isdigit() else 0
+
+
 def test_the_catalog_names_the_claude_code_version_it_came_from():
     assert models.CLAUDE_CODE_VERSION == "2.1.332" == RECORDED["claude_code_version"]
     assert len(models.CATALOG) > 20 and "claude-opus-5-5" in models.CATALOG
@@ -70,7 +76,7 @@ def test_every_recorded_choice_sends_the_same_model_and_max_tokens(name):
     sent = case["requests"][0]
     assert _ours(case) == sent["model"]
     if not case["env"].get("ANTHROPIC_DEFAULT_SONNET_MODEL") and not name.startswith(("unknown", "model_claude-3-opus")):
-        assert default_max_tokens(sent["model"], case["env"]) == sent["max_tokens"]
+        assert default_max_tokens(sent["model"], _output_limit(case["env"])) == sent["max_tokens"]
     assert (models.ONE_M_BETA in sent["betas"]) == (models.ONE_M_BETA in wire_model(resolve_model(
         _flag_model(case) or "default", case["env"]))[1])
 
@@ -120,10 +126,13 @@ def test_newest_models_carry_their_own_limits(monkeypatch):
               "claude-sonnet-5-5": (1_000_000, 128_000, 128_000), "claude-fable-5": (1_000_000, 64_000, 128_000),
               "claude-sonnet-4-6": (200_000, 32_000, 128_000), "claude-3-5-haiku": (200_000, 8192, 8192)}
     for model, (window, default, upper) in expect.items():
-        assert (context_window(model), default_max_tokens(model, {}), max_output_tokens(model)) == (window, default,
+        assert (context_window(model), default_max_tokens(model), max_output_tokens(model)) == (window, default,
                                                                                                       upper)
-    assert default_max_tokens("claude-haiku-4-5", {"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "999999"}) == 64_000  # capped
+    assert default_max_tokens("claude-haiku-4-5", 999_999) == 64_000  # capped at the model's maximum
     assert context_window("claude-opus-4-6[1m]") == 1_000_000 and context_window("claude-opus-4-6") == 200_000
+    # The CLAUDE_CODE_MAX_OUTPUT_TOKENS setting is passed in (Settings.max_output_tokens), never read here.
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "999999")
+    assert default_max_tokens("claude-haiku-4-5") == default_max_tokens("claude-haiku-4-5", 0)
 
 
 def test_thinking_support_per_model_matches_what_claude_code_sent():
@@ -149,13 +158,13 @@ def test_thinking_support_per_model_matches_what_claude_code_sent():
 
 def test_unknown_ids_get_claude_codes_assumptions_or_a_set_window(monkeypatch):
     monkeypatch.setattr(models, "_learned", {})  # what /model learned elsewhere in this process
-    assert context_window("my-gateway-model") == 1_000_000 and default_max_tokens("my-gateway-model", {}) == 32_000
+    assert context_window("my-gateway-model") == 1_000_000 and default_max_tokens("my-gateway-model") == 32_000
     assert context_window("my-gateway-model", {"CLAUDE_CODE_MAX_CONTEXT_TOKENS": "300000"}) == 300_000
     notice = unknown_model_notice("my-gateway-model\x1b[2J", {})
     assert notice and "assumes a context window of 1m tokens" in notice and "\x1b" not in notice
     assert unknown_model_notice("my-gateway-model", {"CLAUDE_CODE_MAX_CONTEXT_TOKENS": "300000"}) is None
     learned = models.learn("gw-learned-model", 400_000, 20_000)
-    assert context_window("gw-learned-model") == 400_000 and default_max_tokens("gw-learned-model", {}) == 20_000
+    assert context_window("gw-learned-model") == 400_000 and default_max_tokens("gw-learned-model") == 20_000
     assert learned.id == "gw-learned-model" and unknown_model_notice("gw-learned-model", {}) is None
 
 
@@ -212,7 +221,7 @@ def test_thinking_fields_are_what_claude_code_2_1_332_sent(name):
     for sent in case["requests"]:
         model = sent["model"]
         thinking, output_config, max_tokens = thinking_request(
-            model, default_max_tokens(model, case["env"]), _thinking_options(case))
+            model, default_max_tokens(model, _output_limit(case["env"])), _thinking_options(case))
         assert thinking == sent.get("thinking"), name
         assert output_config == sent.get("output_config"), name
         if name != "model_claude-3-opus":  # outside the catalog: 4096 there

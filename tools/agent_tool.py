@@ -255,7 +255,7 @@ class AgentTool(Tool):
         hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS)
         compact = self.get_compact() if self.get_compact else CompactOptions.from_env()
         history: list[Message] = [user_message(input["prompt"])]
-        params = dict(
+        params: dict[str, Any] = dict(
             messages=list(history),
             system=self.system_prompt(str(ctx.session.cwd)),
             tools=tools,

@@ -43,7 +43,7 @@ class BackgroundTask:
     status: str = "running"  # running | completed | failed | killed
     exit_code: int | None = None
     notified: bool = False
-    waiter: asyncio.Task | None = None
+    waiter: asyncio.Task[None] | None = None
     launch: Wrapped | None = None  # the sandbox's placeholders, released when the command ends
 
     def describe(self) -> str:

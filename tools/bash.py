@@ -62,21 +62,21 @@ def sandboxed_argv(sandbox: Sandbox | None, argv: list[str], cwd: Path, env: dic
     return Wrapped(argv)
 
 
-def _kill_when_spawned(token: str) -> Callable[[asyncio.Future], None]:
-    def kill(task: asyncio.Future) -> None:
+def _kill_when_spawned(token: str) -> Callable[[asyncio.Future[Any]], None]:
+    def kill(task: asyncio.Future[Any]) -> None:
         if not task.cancelled() and task.exception() is None:
             kill_tree(task.result().pid, token, signal.SIGKILL)
 
     return kill
 
 
-def _retrieve(fut: asyncio.Future) -> None:
+def _retrieve(fut: asyncio.Future[Any]) -> None:
     """Done callback: mark a helper future's outcome as seen (no 'exception was never retrieved')."""
     if not fut.cancelled():
         fut.exception()
 
 
-async def _reap(proc: asyncio.subprocess.Process, reader: asyncio.Future, seconds: float) -> None:
+async def _reap(proc: asyncio.subprocess.Process, reader: asyncio.Future[Any], seconds: float) -> None:
     """Wait briefly for the killed command to be gone and its pipe closed, so nothing is left to the
     event loop's shutdown (the 'Event loop is closed' noise after Ctrl-C)."""
     with contextlib.suppress(TimeoutError, asyncio.CancelledError):

@@ -76,7 +76,7 @@ class Checkpoint:
     # Set for a path found changed against a tree snapshot (Bash): where its old state comes from.
     snapshot: TreeSnapshot | None = None
     rel: str = ""  # the path relative to the snapshot's root
-    entry: tuple = ()  # git: (mode, oid); files: the manifest entry; () when absent from the snapshot
+    entry: tuple[Any, ...] = ()  # git: (mode, oid); files: the manifest entry; () when absent from the snapshot
     skipped: bool = False  # changed, but it was too large or unreadable at snapshot time
 
 
@@ -520,9 +520,9 @@ class CheckpointStore:
         return TreeSnapshot(turn, "git-tree", root, since, tree=tree, index=str(index), objects=str(objects),
                             alternate=repo_objects, manifest=manifest, excluded=excluded)
 
-    def _walk(self, root: str, excluded: list[str]) -> tuple[list[tuple[str, os.DirEntry]], bool]:
+    def _walk(self, root: str, excluded: list[str]) -> tuple[list[tuple[str, os.DirEntry[str]]], bool]:
         """(rel path, entry) of the files and symlinks under root, sorted walk, at most MAX_SNAPSHOT_FILES."""
-        out: list[tuple[str, os.DirEntry]] = []
+        out: list[tuple[str, os.DirEntry[str]]] = []
         stack = [""]
         while stack:
             rel_dir = stack.pop()

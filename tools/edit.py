@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from tools import read_state
@@ -167,7 +168,7 @@ class EditTool(Tool):
             head = f"The file {path} has been updated successfully.{note}"
         return ToolOutput(f"{head} {STATE_CURRENT}", summary=f"{n} replacement{'s' if n != 1 else ''}")
 
-    def _create(self, path, content: str, ctx: ToolContext) -> ToolOutput:
+    def _create(self, path: Path, content: str, ctx: ToolContext) -> ToolOutput:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(path, content.encode("utf-8", errors="surrogateescape"))

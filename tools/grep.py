@@ -99,7 +99,7 @@ class GrepTool(Tool):
             except OSError:
                 raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.") from None
             if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                # A FIFO or a device would block rg (and outlive us): never open one (issue 21).
+                # A FIFO or a device would block rg (and outlive us): never open one.
                 raise ToolError(f"{ctx.resolve(target)} is not a regular file or directory (a pipe, socket or device); Grep searches files and directories only.")
             args.append(target if os.path.isabs(target) else str(ctx.resolve(target) if cwd != ctx.session.cwd else Path(target)))
         timeout = env_int("GREP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, minimum=1) / 1000

@@ -6,6 +6,7 @@ which files join; each becomes a meta user message after the tool results, worde
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from services.instructions import TOUCHING_TOOLS, InstructionTracker, nested_reminder
@@ -16,7 +17,7 @@ from tools.base import ToolContext
 EXTRAS_KEY = "instructions"
 
 
-def instruction_reminders(ctx: ToolContext, use: dict[str, Any], block: dict[str, Any]) -> list[Message]:
+def instruction_reminders(ctx: ToolContext, use: Mapping[str, Any], block: Mapping[str, Any]) -> list[Message]:
     """The reminders a successful Read/Edit/Write of a file brings in (usually none)."""
     tracker = ctx.session.extras.get(EXTRAS_KEY)
     if not isinstance(tracker, InstructionTracker) or use.get("name") not in TOUCHING_TOOLS:

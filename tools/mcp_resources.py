@@ -80,10 +80,11 @@ class ReadMcpResourceTool(Tool):
                                                 stem=f"resource-{ctx.tool_use_id or input['server']}")
         except McpError as exc:
             return ToolOutput(str(exc), is_error=True)
-        if all(b["type"] == "text" for b in blocks):
-            text = "\n".join(b["text"] for b in blocks)
+        texts = [b["text"] for b in blocks if b["type"] == "text"]
+        if len(texts) == len(blocks):
+            text = "\n".join(texts)
             return ToolOutput(text, summary=f"{len(text)} chars")
-        return ToolOutput(blocks, summary=f"{len(blocks)} parts")
+        return ToolOutput([dict(b) for b in blocks], summary=f"{len(blocks)} parts")
 
 
 def resource_tools(manager: Any) -> list[Tool]:

@@ -75,7 +75,7 @@ class McpTool(Tool):
         return ToolOutput(blocks, is_error=bool(getattr(result, "isError", False)), summary=summary)
 
 
-def result_blocks(result: Any, sink: Any = None) -> list[dict[str, Any]]:
+def result_blocks(result: Any, sink: Any = None) -> list[dict[str, Any]]:  # plain dicts: ToolOutput content
     """An MCP CallToolResult as tool_result content blocks."""
     from services.mcp.content import Sink, content_blocks
     from services.messages import text_block
@@ -87,7 +87,7 @@ def result_blocks(result: Any, sink: Any = None) -> list[dict[str, Any]]:
             blocks.append(text_block(json.dumps(structured, ensure_ascii=False)))
         else:
             blocks.append(text_block("(no output)"))
-    return blocks
+    return [dict(b) for b in blocks]
 
 
 def _summary(blocks: list[dict[str, Any]]) -> str:

@@ -105,7 +105,7 @@ class NotebookEditTool(Tool):
             message = f"Deleted cell {cell_id}"
         elif mode == "insert":
             with_id = (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) >= (4, 5)
-            cell = _new_cell(cell_type, source, with_id)
+            cell = _new_cell(str(cell_type), source, with_id)
             at = 0 if index is None else index + 1
             cells.insert(at, cell)
             message = f"Inserted cell {cell.get('id', f'cell-{at}')} with {source}"

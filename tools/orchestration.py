@@ -39,7 +39,7 @@ PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that sh
 DIFFED_TOOLS = ("Edit", "Write")  # their start events carry the diff, taken before they run
 
 MAX_PARALLEL_TOOLS = 10
-# Bounded work (issue 21): an input nested deeper or larger than this is refused with an is_error result
+# Bounded work: an input nested deeper or larger than this is refused with an is_error result
 # before anything walks it (validation, hooks, the renderers' JSON). 16 MiB is far beyond any real call.
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
@@ -130,7 +130,7 @@ class ToolRunner:
         self.hooks = hooks
         self.max_parallel = max_parallel
 
-    async def _run_one(self, use: ToolUseBlock, events: asyncio.Queue) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
+    async def _run_one(self, use: ToolUseBlock, events: asyncio.Queue[Any]) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
         """Returns (result block, output, end_turn)."""
         name, tid = use["name"], use["id"]
         raw_input = use.get("input")
@@ -208,10 +208,10 @@ class ToolRunner:
         new_messages: list[Message] = []
         end_turn = False
         aborted = False
-        events: asyncio.Queue = asyncio.Queue()
+        events: asyncio.Queue[Any] = asyncio.Queue()
         sem = asyncio.Semaphore(self.max_parallel)
 
-        async def guarded(use: ToolUseBlock):
+        async def guarded(use: ToolUseBlock) -> tuple[ToolResultBlock, ToolOutput | None, bool]:
             async with sem:
                 return await self._run_one(use, events)
 

@@ -64,7 +64,7 @@ class PermissionRequest:
     label: str
     reason: str = ""
     tool_use_id: str = ""
-    # The whole command or target, escape sequences made visible, never truncated (issue 15 -> 20).
+    # The whole command or target, escape sequences made visible, never truncated.
     display: str = ""
     # The exact rule an "always" answer stores (saved to the local settings file); None: not offered.
     always_rule: str | None = None
@@ -320,7 +320,8 @@ class PermissionGate:
 
     def _read_dirs(self, ctx: ToolContext) -> list[str]:
         # Spilled results live in the session directory under the agent home: the model reads them back.
-        extra = [real_path(ctx.session_dir)] if getattr(ctx, "session_dir", None) else []
+        session_dir = getattr(ctx, "session_dir", None)
+        extra = [real_path(session_dir)] if session_dir else []
         return [*self._dirs(ctx), *extra, real_path(self._home() / "projects")]
 
     # -- rules --
@@ -525,7 +526,7 @@ class PermissionGate:
         return Verdict(False, REJECT_MESSAGE, end_turn=True)
 
     def _sandbox_verdict(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
-                         parsed: ParsedCommand | None) -> Verdict | None:
+                         parsed: Analysis | None) -> Verdict | None:
         """autoAllowBashIfSandboxed: a Bash call that runs inside the sandbox needs no question (the kernel
         keeps it in the project), unless an ask rule names it. A sandbox that cannot run allows nothing."""
         sandbox = self.sandbox

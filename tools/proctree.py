@@ -1,4 +1,4 @@
-"""Killing everything a command started, including what escaped its process group (issue 21).
+"""Killing everything a command started, including what escaped its process group.
 
 A process group is not enough: `setsid cmd &` (or a daemon's double fork) leaves the group and, once
 its parent is gone, the parent chain too. Every Bash command therefore runs with a per-call marker in
@@ -20,6 +20,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 
 TOKEN_VAR = "AGENT_TOOL_TOKEN"
 PROC = "/proc"
@@ -121,7 +122,7 @@ def die_with_parent() -> None:  # pragma: no cover - runs in the forked child
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def pdeathsig_preexec():  # noqa: ANN201 - returns the preexec function or None
+def pdeathsig_preexec() -> Callable[[], None] | None:
     """`die_with_parent` when prctl is available (libc loaded now, in the parent, not after fork)."""
     global _libc
     if _libc is None:

@@ -6,7 +6,8 @@ import base64
 import math
 import os
 import stat
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from services.images import MAX_IMAGE_BYTES  # one limit for Read and MCP images
 from tools import read_state
@@ -117,7 +118,8 @@ class ReadTool(Tool):
             return ToolOutput(_short_of_offset(start, total), summary="nothing to show")
         return ToolOutput(text, summary=f"{shown} lines")
 
-    def _image(self, path, f, head, media, size, ctx, offset, limit) -> ToolOutput:
+    def _image(self, path: Path, f: BinaryIO, head: bytes, media: str, size: int, ctx: ToolContext,
+               offset: int | None, limit: int | None) -> ToolOutput:
         if size > MAX_IMAGE_BYTES:
             raise ToolError(f"{path} is an image of {size} bytes, too large to send (max {MAX_IMAGE_BYTES}). Resize it first (e.g. with Bash).")
         data = head + f.read()
@@ -149,12 +151,12 @@ def _cut(kept: bytes, dropped_chars: int) -> str:
     return line
 
 
-def _window(f, offset: int | None, limit: int | None) -> tuple[str, int, int, int]:
+def _window(f: BinaryIO, offset: int | None, limit: int | None) -> tuple[str, int, int, int]:
     """(numbered text, total lines, first line asked for, lines shown), streaming `f` in 1 MiB chunks.
 
     Lines are what splitting the text on "\n" gives, as in Claude Code: a final newline is followed by one
     more (empty) line, and an empty file is one empty line. Nothing to show (past the end, or only that
-    empty line) gives an empty text. Memory stays bounded by the output whatever the file (issue 21): a
+    empty line) gives an empty text. Memory stays bounded by the output whatever the file: a
     line outside the window is only counted, a line inside it keeps its first LINE_KEEP_BYTES bytes.
     """
     start = max(1, offset or 1)
@@ -197,7 +199,7 @@ def _window(f, offset: int | None, limit: int | None) -> tuple[str, int, int, in
     return number_lines(shown, start), total, start, len(shown)
 
 
-def read_pdf(path, pages: str | None) -> ToolOutput:
+def read_pdf(path: Path, pages: str | None) -> ToolOutput:
     """A PDF's text, page by page (`pages` "3" or "1-5"; at most MAX_PDF_PAGES per call)."""
     import pypdf  # lazy: only PDF reads pay for the import
 

@@ -20,7 +20,7 @@ from tools.write import WriteTool
 def default_tools(include_echo: bool = False, agent: Tool | None = None) -> list[Tool]:
     """The built-in tools. `include_echo` adds the test-only Echo tool (mock runs, CLI tests)."""
     tools: list[Tool] = [ReadTool(), WriteTool(), EditTool(), BashTool(), GrepTool(), GlobTool(), NotebookEditTool()]
-    # Issue 9: web tools (WebSearch only when a search key is configured) and the plan tool.
+    # Web tools (WebSearch only when a search key is configured) and the plan tool.
     tools += [WebFetchTool(), WebSearchTool(), TodoWriteTool()]
     tools += [TaskOutputTool(), TaskStopTool()]  # background shells (Bash run_in_background)
     if agent is not None:  # the Agent tool needs the engine's deps and tools: built by agent/app.py

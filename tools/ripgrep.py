@@ -83,7 +83,7 @@ async def _run(args: list[str], cwd: Path, timeout: float) -> tuple[int, bytes, 
         cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=pdeathsig_preexec(),  # rg dies with the agent, even when blocked (issue 21)
+        preexec_fn=pdeathsig_preexec(),  # rg dies with the agent, even when blocked
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout)

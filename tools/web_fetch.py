@@ -134,20 +134,20 @@ def html_to_markdown(html: str | bytes, base_url: str = "") -> tuple[str, str]:
     from markdownify import MarkdownConverter
 
     class _Converter(MarkdownConverter):
-        def convert_img(self, el, text, parent_tags=None, **kwargs):  # type: ignore[override]
+        def convert_img(self, el: Any, text: str, parent_tags: Any = None, **kwargs: Any) -> str:
             alt = (el.attrs.get("alt") or "").strip()
             src = (el.attrs.get("src") or "").strip()
             if not src or src.startswith("data:"):
                 return alt
             return f"![{alt}]({urljoin(base_url, src) if base_url else src})"
 
-        def convert_a(self, el, text, parent_tags=None, **kwargs):  # type: ignore[override]
+        def convert_a(self, el: Any, text: str, parent_tags: Any = None, **kwargs: Any) -> str:
             href = (el.get("href") or "").strip()
             if href.startswith(("javascript:", "data:")) or not href or href.startswith("#"):
                 return text
             if base_url:
                 el["href"] = urljoin(base_url, href)
-            return super().convert_a(el, text, parent_tags=parent_tags, **kwargs)
+            return str(super().convert_a(el, text, parent_tags=parent_tags, **kwargs))  # type: ignore[misc]
 
     soup = BeautifulSoup(html, "html.parser")
     title = ""

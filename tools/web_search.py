@@ -125,7 +125,9 @@ class BraveAdapter(SearchAdapter):
     name = "brave"
     key_vars = ("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY")
 
-    async def search(self, client, query, count, allowed, blocked):
+    async def search(
+        self, client: httpx.AsyncClient, query: str, count: int, allowed: list[str], blocked: list[str]
+    ) -> list[SearchResult]:
         q = query
         sites = [_norm_domain(d) for d in allowed if _norm_domain(d)]
         if sites:
@@ -152,7 +154,9 @@ class TavilyAdapter(SearchAdapter):
     name = "tavily"
     key_vars = ("TAVILY_API_KEY",)
 
-    async def search(self, client, query, count, allowed, blocked):
+    async def search(
+        self, client: httpx.AsyncClient, query: str, count: int, allowed: list[str], blocked: list[str]
+    ) -> list[SearchResult]:
         body: dict[str, Any] = {"query": query, "search_depth": "basic", "max_results": count}
         if allowed:
             body["include_domains"] = [_norm_domain(d) for d in allowed if _norm_domain(d)]

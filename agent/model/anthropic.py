@@ -161,7 +161,7 @@ class _Accumulator:
             # Keep the message valid for the API (input must be an object) and tell the loop.
             block["input"] = {INVALID_INPUT_KEY: f"{exc.msg} at position {exc.pos}"}
             return
-        except RecursionError:  # hostile nesting (issue 21): an input error, not a crash
+        except RecursionError:  # hostile nesting: an input error, not a crash
             block["input"] = {INVALID_INPUT_KEY: "the input is nested too deeply"}
             return
         block["input"] = value if isinstance(value, dict) else {INVALID_INPUT_KEY: "input is not a JSON object"}
@@ -193,7 +193,8 @@ def check_client(timeout: float = 15.0) -> Any:
     """A client for /model's questions to the endpoint (Models API, probe): no retries, a short timeout."""
     import anthropic  # noqa: PLC0415
 
-    return anthropic.AsyncAnthropic(max_retries=0, timeout=timeout, **client_options())
+    options: dict[str, Any] = dict(client_options())
+    return anthropic.AsyncAnthropic(max_retries=0, timeout=timeout, **options)
 
 
 class AnthropicModel:
@@ -210,7 +211,8 @@ class AnthropicModel:
         if self._client is None:
             import anthropic  # noqa: PLC0415 - the SDK takes ~1 s to import; only now is it needed
 
-            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout, **client_options())
+            options: dict[str, Any] = dict(client_options())
+            self._client = anthropic.AsyncAnthropic(max_retries=0, timeout=self.timeout, **options)
         return self._client
 
     def __call__(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -376,7 +378,7 @@ def _from_json_reply(body: bytes) -> list[ModelEvent]:
     except ValueError:
         data = None
     if isinstance(data, dict) and data.get("type") == "error":
-        err = data.get("error") if isinstance(data.get("error"), dict) else {}
+        err: dict[str, Any] = data["error"] if isinstance(data.get("error"), dict) else {}
         raise ModelError(
             f"The model API returned an error: {err.get('type', 'error')}: {str(err.get('message', ''))[:300]}",
             kind=err.get("type"),
@@ -394,7 +396,7 @@ def _from_json_reply(body: bytes) -> list[ModelEvent]:
     acc.stop_reason = data.get("stop_reason")
     acc.stop_details = _plain(data.get("stop_details"))
     acc.model = data.get("model")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     acc.usage = {k: v for k, v in usage.items() if isinstance(v, int)}
     events: list[ModelEvent] = []
     for i, block in enumerate(content):

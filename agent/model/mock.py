@@ -13,9 +13,10 @@ import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from agent.model.scripted import _emit, reply
-from services.messages import result_text, text_block, tool_use_block
+from services.messages import blocks_of, result_text, text_block, tool_use_block
 from services.model_types import ModelEvent, ModelRequest
 
 _counter = itertools.count(1)
@@ -27,7 +28,8 @@ def _last_prompt(request: ModelRequest) -> tuple[str, list[dict]]:
     for msg in reversed(request.messages):
         if msg["role"] != "user":
             continue
-        blocks = msg["content"] if isinstance(msg["content"], list) else [text_block(msg["content"])]
+        blocks: list[dict[str, Any]] = (blocks_of(msg) if isinstance(msg["content"], list)
+                                        else [dict(text_block(msg["content"]))])
         trs = [b for b in blocks if b.get("type") == "tool_result"]
         if trs:
             results = trs + results

@@ -6,9 +6,8 @@ the older messages are summarised by one model call without tools and the histor
     user `[compact boundary]`, user `Conversation summary (compacted):\\n<summary>`,
     the user's own messages verbatim (the task, and the most recent ones up to 20k tokens), recent tail
 
-The tail is aligned so it never starts with an orphaned tool_result (react-agent-mini's bug B4). The
-summary is taken once, from the final message (bug B22 concatenated the streamed deltas and the final
-text). Three consecutive failures open a circuit breaker for the session (kept in `ctx.state`).
+The tail is aligned so it never starts with an orphaned tool_result. The summary is taken once, from the
+final message (joining the streamed deltas and the final text would repeat it). Three consecutive failures open a circuit breaker for the session (kept in `ctx.state`).
 The engine writes the new history to the transcript (HistoryReplacedEvent).
 """
 
@@ -75,26 +74,10 @@ class CompactError(Exception):
 
 
 def token_count(messages: list[Message]) -> int:
-    """services.tokens.token_count_with_estimation when present, else a local chars/4 fallback that
-    starts from the last real usage report."""
-    try:
-        from services.tokens import token_count_with_estimation  # type: ignore[attr-defined]
-    except ImportError:
-        token_count_with_estimation = None
-    if token_count_with_estimation is not None:
-        return int(token_count_with_estimation(messages))
-    from services.tokens import estimate_tokens
+    """The last real usage report plus an estimate of what came after it."""
+    from services.tokens import token_count_with_estimation
 
-    for i in range(len(messages) - 1, -1, -1):
-        usage = messages[i].get("usage") if messages[i].get("role") == "assistant" else None
-        if usage:
-            used = sum(
-                int(usage.get(k, 0) or 0)
-                for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-            )
-            if used > 0:
-                return used + estimate_tokens(messages[i + 1 :])
-    return estimate_tokens(messages)
+    return int(token_count_with_estimation(messages))
 
 
 def percent_of(tokens: int, window: int) -> int:
@@ -148,7 +131,7 @@ def _render(messages: list[Message], budget: int | None = None) -> str:
                     text = text[:TEXT_CAP_CHARS] + "…"
                 lines.append(f"{role}: {text}")
             elif t == "tool_use":
-                inp = json.dumps(b.get("input"), ensure_ascii=False)  # type: ignore[arg-type]
+                inp = json.dumps(b.get("input"), ensure_ascii=False)
                 if len(inp) > INPUT_CAP_CHARS:
                     inp = inp[:INPUT_CAP_CHARS] + "…"
                 lines.append(f"{role}: [tool_use {b['name']}] {inp}")  # type: ignore[typeddict-item]
@@ -266,7 +249,7 @@ def _nothing_older_than_tail(messages: list[Message], keep: int) -> bool:
     if start == 0:
         return True
     head = messages[:start]
-    if not (is_user_text_message(head[0]) and head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT):  # type: ignore[typeddict-item]
+    if not (is_user_text_message(head[0]) and head[0]["content"][0].get("text") == COMPACT_BOUNDARY_TEXT):
         return False
     return all((m.get("meta") or {}).get("compact_summary") or is_user_own(m) for m in head[1:])
 
@@ -327,7 +310,7 @@ def messages_after_boundary(messages: list[Message]) -> list[Message]:
     """The messages after the last compact boundary (all of them when there is none)."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
-        if is_user_text_message(m) and m["content"][0].get("text") == COMPACT_BOUNDARY_TEXT:  # type: ignore[typeddict-item]
+        if is_user_text_message(m) and m["content"][0].get("text") == COMPACT_BOUNDARY_TEXT:
             return messages[i + 1 :]
     return messages
 

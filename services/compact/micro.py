@@ -20,14 +20,14 @@ to tell which results the model saw whole).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from services.compact.estimate import estimate_outbound_chars, result_chars
 from services.compact.options import CompactOptions
 from services.compact.retain import valid_memo
 from services.compact.state import ContentReplacementState
 from services.compact.types import StageResult
-from services.messages import Message, tool_use_index
+from services.messages import Message, blocks_of, tool_use_index
 from services.trace import trace
 
 MICROCOMPACT_NOTE = "[Old tool result content cleared]"
@@ -61,23 +61,20 @@ def _replace(messages: list[Message], cleared: dict[str, str]) -> list[Message]:
     for i, m in enumerate(messages):
         if m.get("role") != "user":
             continue
-        content = m["content"]
-        new_content = None
-        for j, b in enumerate(content):
+        new_content: list[dict[str, Any]] | None = None
+        for j, b in enumerate(blocks_of(m)):
             if b.get("type") != "tool_result":
                 continue
-            text = cleared.get(b["tool_use_id"])  # type: ignore[typeddict-item]
-            if text is None or b.get("content") == text:  # type: ignore[union-attr]
+            text = cleared.get(b["tool_use_id"])
+            if text is None or b.get("content") == text:
                 continue
             if new_content is None:
-                new_content = list(content)
-            new_content[j] = _cleared_block(b, text)  # type: ignore[arg-type]
+                new_content = list(blocks_of(m))
+            new_content[j] = _cleared_block(b, text)
         if new_content is not None:
             if out is None:
                 out = list(messages)
-            nm = dict(m)
-            nm["content"] = new_content
-            out[i] = nm  # type: ignore[assignment]
+            out[i] = cast(Message, {**m, "content": new_content})
     return messages if out is None else out
 
 

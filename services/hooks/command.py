@@ -346,7 +346,7 @@ class CommandHooks(Hooks):
         self.report = report or _default_report
         self.executor: Executor = executor or run_hook_command
         self._config: HooksConfig = {}
-        self._config_key: tuple | None = None
+        self._config_key: tuple[object, ...] | None = None
         self.loads = 0  # how many times the files were parsed (tests, /status)
 
     def bind(self, session_id: Callable[[], str], transcript_path: Callable[[], str] | None = None) -> None:
@@ -356,8 +356,8 @@ class CommandHooks(Hooks):
             self._transcript_path = transcript_path
 
     # -- config --
-    def _key(self) -> tuple:
-        key = []
+    def _key(self) -> tuple[object, ...]:
+        key: list[tuple[int, int, int] | None] = []
         for path, _ in config_sources(self.cwd, self.home, self.trusted):
             try:
                 st = path.stat()

@@ -9,7 +9,7 @@ never inserted into the system prompt, so the cached prefix stays byte for byte.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ class InstructionTracker:
     notices: list[str] = field(default_factory=list)
     joined: list[InstructionFile] = field(default_factory=list)  # announced during the session, in order
     # The session's messages: a resumed session already holds announcements (meta `instructions`).
-    history: Callable[[], list[dict[str, Any]]] | None = None
+    history: Callable[[], Sequence[Mapping[str, Any]]] | None = None
     _scanned: int = 0
     nested_limit: int = MAX_NESTED_CHARS  # characters of a joining file before it is cut (by the window)
     startup: set[str] = field(default_factory=set)  # real paths in the system prompt's instructions

@@ -232,7 +232,8 @@ def load_config(
             continue
         cfg.scope = "settings"
         servers[name] = cfg
-    user, local = {}, {}
+    user: dict[str, ServerConfig] = {}
+    local: dict[str, ServerConfig] = {}
     if use_home:
         user, local, user_warnings = load_user_file(cwd, environ, home)
         warnings.extend(user_warnings)

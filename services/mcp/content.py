@@ -18,8 +18,11 @@ from typing import Any
 
 from services.images import ImageError, fit_image
 from services.mcp.manager import McpError, McpManager
-from services.messages import Message, image_block, text_block, user_message
+from services.messages import ImageBlock, Message, TextBlock, image_block, text_block, user_message
 from services.tool_result_storage import format_size
+
+# What MCP content becomes: text, or an image the API accepts.
+MediaBlock = TextBlock | ImageBlock
 
 MAX_MENTION_CHARS = 100_000
 _MENTION = re.compile(r"(?:^|(?<=\s))@([^\s:]+:[^\s]+)\b")
@@ -71,7 +74,7 @@ class Sink:
         return save_binary(self.spill_dir, f"{self.stem}-{self.count}", data, mime)
 
 
-def image_or_pointer(data_b64: str, mime: str | None, sink: Sink) -> dict[str, Any]:
+def image_or_pointer(data_b64: str, mime: str | None, sink: Sink) -> MediaBlock:
     """An image block within the API's limits, or (undecodable, unusable) a text pointer to the saved file."""
     raw = _decode(data_b64)
     if raw is None:
@@ -85,7 +88,7 @@ def image_or_pointer(data_b64: str, mime: str | None, sink: Sink) -> dict[str, A
     return image_block(kind, base64.b64encode(data).decode("ascii"))
 
 
-def blob_blocks(uri: str, blob: str, mime: str | None, sink: Sink) -> dict[str, Any]:
+def blob_blocks(uri: str, blob: str, mime: str | None, sink: Sink) -> MediaBlock:
     if (mime or "").startswith("image/"):
         return image_or_pointer(blob, mime, sink)
     raw = _decode(blob)
@@ -104,9 +107,9 @@ def _is_text_type(mime: str | None) -> bool:
     return base.startswith("text/") or base in ("application/json", "application/xml", "application/yaml")
 
 
-def content_blocks(items: list[Any], sink: Sink) -> list[dict[str, Any]]:
+def content_blocks(items: list[Any], sink: Sink) -> list[MediaBlock]:
     """MCP content items (a tool result's, a prompt message's) as message blocks."""
-    blocks: list[dict[str, Any]] = []
+    blocks: list[MediaBlock] = []
     for c in items:
         kind = getattr(c, "type", "")
         if kind == "text":
@@ -126,9 +129,9 @@ def content_blocks(items: list[Any], sink: Sink) -> list[dict[str, Any]]:
     return blocks
 
 
-def resource_blocks(contents: list[Any], sink: Sink) -> list[dict[str, Any]]:
+def resource_blocks(contents: list[Any], sink: Sink) -> list[MediaBlock]:
     """Resource contents (text or blob) as blocks."""
-    out: list[dict[str, Any]] = []
+    out: list[MediaBlock] = []
     for r in contents:
         text = getattr(r, "text", None)
         if isinstance(text, str):
@@ -139,7 +142,7 @@ def resource_blocks(contents: list[Any], sink: Sink) -> list[dict[str, Any]]:
 
 
 async def read_resource_blocks(manager: McpManager, server: str, uri: str, spill_dir: Path | None,
-                               stem: str = "") -> list[dict[str, Any]]:
+                               stem: str = "") -> list[MediaBlock]:
     contents = await manager.read_resource_contents(server, uri)
     return resource_blocks(contents, Sink(spill_dir, stem or f"resource-{server}"))
 
@@ -177,13 +180,13 @@ class Expanded:
         self.warnings.extend(other.warnings)
 
 
-def mounted_notice(server: str, uri: str, blocks: list[dict[str, Any]]) -> str:
-    chars = sum(len(b.get("text", "")) for b in blocks)
+def mounted_notice(server: str, uri: str, blocks: list[MediaBlock]) -> str:
+    chars = sum(len(b["text"]) for b in blocks if b["type"] == "text")
     images = sum(1 for b in blocks if b.get("type") == "image")
     return f"Mounted MCP resource @{server}:{uri} ({chars} chars" + (f", {images} image(s))" if images else ")")
 
 
-def resource_message(server: str, uri: str, blocks: list[dict[str, Any]]) -> Message:
+def resource_message(server: str, uri: str, blocks: list[MediaBlock]) -> Message:
     head = f"The following material comes from an MCP resource the user referenced:\nserver={server} uri={uri}\n\n"
     text_parts = [b for b in blocks if b["type"] == "text"]
     body = "\n".join(b["text"] for b in text_parts)

@@ -120,7 +120,7 @@ def test_mcp_config_inline_and_strict(cli: CliRunner, fake_anthropic: FakeAnthro
     inline = json.dumps({"mcpServers": {"calc": {"command": sys.executable, "args": [str(server)]}}})
     fake_anthropic.text("ok")
     r = cli("-p", "hi", "--output-format", "stream-json", "--verbose", "--mcp-config", inline,
-            "--strict-mcp-config", MCP_STARTUP_WAIT_MS="60000")  # servers start in the background (issue 18)
+            "--strict-mcp-config", MCP_STARTUP_WAIT_MS="60000")  # servers start in the background
     assert r.code == 0, r.stderr
     init = json.loads(r.stdout.splitlines()[0])
     assert init["mcp_servers"] == [{"name": "calc", "status": "connected"}]

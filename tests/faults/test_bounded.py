@@ -1,4 +1,4 @@
-"""Bounded work (issue 21): hostile tool inputs, huge files, FIFOs, escaping children; plus the fuzz tests
+"""Bounded work: hostile tool inputs, huge files, FIFOs, escaping children; plus the fuzz tests
 (hypothesis) for random tool inputs and random transcript corruptions."""
 
 from __future__ import annotations

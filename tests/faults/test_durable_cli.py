@@ -1,4 +1,4 @@
-"""Nothing lost, nothing crashes (issue 21): a table of faults, each through the real CLI
+"""Nothing lost, nothing crashes: a table of faults, each through the real CLI
 (`python -m agent` subprocesses against the fake Anthropic server).
 
 Every row does its runs, then checks the same three things: the faulty run ended with at most one clear

@@ -1,4 +1,4 @@
-"""The transcript store's contract (issue 21), in process: whole lines, torn tails, repairs, the lock,
+"""The transcript store's contract, in process: whole lines, torn tails, repairs, the lock,
 the index, private modes. The same faults through the real CLI are in `test_durable_cli.py`."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def test_one_shot_uses_stdio_and_http_mcp_servers(tmp_path: Path, fake_anthropic
             "tour": {"type": "http", "url": "http://127.0.0.1:${TOUR_PORT}/mcp"},
             "broken": {"args": ["no command"]},
         }}))
-        trust(project, home)  # a project's .mcp.json starts servers only in a trusted folder (issue 15)
+        trust(project, home)  # a project's .mcp.json starts servers only in a trusted folder
         wait_for_port(port, http, time.monotonic() + 90)
         fake_anthropic.reply("Adding.", tool_block("mcp__calc__add", {"a": 2, "b": 3}, id="toolu_mcp1"))
         fake_anthropic.text("2 + 3 = 5")

@@ -49,7 +49,7 @@ def test_list_and_get_check_health_and_remove_asks_which_scope(cli: CliRunner, w
     code, out, err = mcp(cli, "list", MCP_TIMEOUT="60000")
     assert code == 0, err
     assert f"calc: {sys.executable} {CALC} - ✓ Connected" in out
-    # The project's own server is not started in a folder that is not trusted (issue 15).
+    # The project's own server is not started in a folder that is not trusted.
     assert "dead: " in out and "⏸ Not started: this folder is not trusted (agent trust)" in out
     from services.trust import trust
 

@@ -83,7 +83,7 @@ async def test_mcp_marker_binds_to_the_command_not_the_arguments(tmp_path: Path)
                                                        "MCP_CONNECT_TIMEOUT_MS": "90000"})
     try:
         ctx, buf = _ctx(tmp_path)
-        async def ask(question: str) -> str:  # a required argument left out is asked for (issue 18)
+        async def ask(question: str) -> str:  # a required argument left out is asked for
             assert question.startswith("city (required")
             return "Oslo"
 

@@ -21,7 +21,7 @@ E = {"old_string": "a", "new_string": "b"}
 # (mode, allowed, disallowed, ask_rules, tool, input, ALLOW_WRITE, expected: allow | deny | ask)
 CASES = [
     ("default", [], [], [], "Read", {"file_path": "x.py"}, False, "allow"),
-    ("default", [], [], [], "Read", {"file_path": "/etc/hosts"}, False, "ask"),  # reads outside ask (issue 15)
+    ("default", [], [], [], "Read", {"file_path": "/etc/hosts"}, False, "ask"),  # reads outside ask
     ("default", ["Read(/etc/**)"], [], [], "Read", {"file_path": "/etc/hosts"}, False, "allow"),
     ("default", [], [], [], "Write", {"file_path": "x.py", "content": ""}, False, "ask"),
     ("default", [], [], [], "Bash", {"command": "ls"}, False, "ask"),
