@@ -26,8 +26,8 @@ def trust_command(
         return 2
     home = agent_home()
     if list_:
-        for folder in trusted_folders(home):
-            sys.stdout.write(folder + "\n")
+        for trusted in trusted_folders(home):
+            sys.stdout.write(trusted + "\n")
         return 0
     folder = Path(directory or ".").expanduser().resolve()
     if not folder.is_dir():
