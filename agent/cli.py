@@ -13,11 +13,9 @@ import sys
 
 from agent import __version__
 from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from agent.flags import SUBCOMMANDS, UsageError, build_parser, parse_argv
+from agent.flags import UsageError, build_parser, parse_argv
+from agent.subcommands import COMPLETE_VAR, COMPLETION_FLAGS, SUBCOMMANDS
 from services.session import PICK_SESSION
-
-# Set by the shell when it asks Typer's completion (`agent --install-completion` installs the hook).
-COMPLETION_VAR = "_AGENT_COMPLETE"
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> int:
@@ -36,10 +34,15 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str]) -> int:
-    if (argv and argv[0] in SUBCOMMANDS) or os.environ.get(COMPLETION_VAR):
+    # The first words that are subcommands; any other first word is (part of) the prompt, as in Claude Code.
+    if argv and argv[0] in SUBCOMMANDS:
         from agent.subcommands import run_subcommand
 
-        return run_subcommand(argv[0] if argv else "", argv[1:])
+        return run_subcommand(argv[0], argv[1:])
+    if (argv and argv[0] in COMPLETION_FLAGS) or COMPLETE_VAR in os.environ:
+        from agent.subcommands import run_completion
+
+        return run_completion(argv)
     try:
         ns = parse_argv(argv)
     except UsageError as exc:

@@ -5,15 +5,14 @@ user's `$AGENT_HOME/settings.json`. Values are JSON when they parse (`true`, `3`
 Keys may be dotted (`permissions.defaultMode`).
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 
 def _path(global_: bool) -> Path:
@@ -63,53 +62,70 @@ def _walk(data: dict[str, Any], key: str, create: bool) -> tuple[dict[str, Any],
     return node, parts[-1]
 
 
-@dataclass
-class ConfigArgs:
-    action: str  # get | set | add | remove | list
-    key: str | None
-    values: list[str]
-    global_: bool  # the user settings file
+GlobalOpt = Annotated[bool, typer.Option("-g", "--global", help="the user settings file")]
+KeyArg = Annotated[str, typer.Argument(metavar="KEY", help="a settings key, dotted for nested keys")]
+ValuesArg = Annotated[list[str], typer.Argument(metavar="VALUE...", help="the values")]
+
+app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  pretty_exceptions_enable=False)
 
 
-ACTIONS = ("get", "set", "add", "remove", "list")
-
-
-def main(ns: ConfigArgs) -> int:
-    """`agent config ...`, parsed by the Typer app (agent/subcommands.py)."""
-    path = _path(ns.global_)
-    data = _load(path)
-    if ns.action == "list":
-        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        return 0
-    if not ns.key:
-        sys.stderr.write(f"error: agent config {ns.action} needs a key\n")
-        return 2
-    if ns.action == "get":
-        try:
-            node, last = _walk(data, ns.key, create=False)
-            value = node[last]
-        except KeyError:
-            sys.stderr.write(f"error: {ns.key} is not set in {path}\n")
-            return 1
-        sys.stdout.write((value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)) + "\n")
-        return 0
-    if ns.action == "set":
-        if len(ns.values) != 1:
-            sys.stderr.write("error: agent config set KEY VALUE takes one value\n")
-            return 2
-        node, last = _walk(data, ns.key, create=True)
-        node[last] = _value(ns.values[0])
-    else:
-        node, last = _walk(data, ns.key, create=True)
-        current = node.get(last, [])
-        if not isinstance(current, list):
-            sys.stderr.write(f"error: {ns.key} is not a list in {path}\n")
-            return 1
-        if ns.action == "add":
-            current += [v for v in ns.values if v not in current]
-        else:
-            current = [v for v in current if v not in ns.values]
-        node[last] = current
-    _save(path, data)
-    sys.stdout.write(f"{ns.action}: {ns.key} in {path}\n")
+@app.command("list", help="Print the settings file.")
+def list_command(global_: GlobalOpt = False) -> int:
+    sys.stdout.write(json.dumps(_load(_path(global_)), indent=2, ensure_ascii=False) + "\n")
     return 0
+
+
+@app.command("get", help="Print one setting.")
+def get_command(key: KeyArg, global_: GlobalOpt = False) -> int:
+    path = _path(global_)
+    try:
+        node, last = _walk(_load(path), key, create=False)
+        value = node[last]
+    except KeyError:
+        sys.stderr.write(f"error: {key} is not set in {path}\n")
+        return 1
+    sys.stdout.write((value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)) + "\n")
+    return 0
+
+
+@app.command("set", help="Set one setting (JSON when it parses, else a string).")
+def set_command(key: KeyArg, value: Annotated[str, typer.Argument(metavar="VALUE")],
+                global_: GlobalOpt = False) -> int:
+    path = _path(global_)
+    data = _load(path)
+    node, last = _walk(data, key, create=True)
+    node[last] = _value(value)
+    return _saved(path, data, "set", key)
+
+
+@app.command("add", help="Add values to a list setting.")
+def add_command(key: KeyArg, values: ValuesArg, global_: GlobalOpt = False) -> int:
+    return _edit_list(key, values, global_, add=True)
+
+
+@app.command("remove", help="Remove values from a list setting.")
+def remove_command(key: KeyArg, values: ValuesArg, global_: GlobalOpt = False) -> int:
+    return _edit_list(key, values, global_, add=False)
+
+
+def _edit_list(key: str, values: list[str], global_: bool, add: bool) -> int:
+    path = _path(global_)
+    data = _load(path)
+    node, last = _walk(data, key, create=True)
+    current = node.get(last, [])
+    if not isinstance(current, list):
+        sys.stderr.write(f"error: {key} is not a list in {path}\n")
+        return 1
+    node[last] = current + [v for v in values if v not in current] if add else [v for v in current if v not in values]
+    return _saved(path, data, "add" if add else "remove", key)
+
+
+def _saved(path: Path, data: dict[str, Any], action: str, key: str) -> int:
+    _save(path, data)
+    sys.stdout.write(f"{action}: {key} in {path}\n")
+    return 0
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="config")

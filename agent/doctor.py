@@ -12,9 +12,13 @@ import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent import __version__
 from services.config import getenv
+
+if TYPE_CHECKING:
+    import typer
 
 
 def _line(status: str, what: str, detail: str) -> None:
@@ -100,10 +104,10 @@ async def check_mcp(cwd: Path) -> list[tuple[str, str, str]]:
     return rows
 
 
-def main(argv: list[str]) -> int:
-    if argv and argv[0] in ("-h", "--help"):
-        sys.stdout.write("usage: agent doctor\n\nCheck the API key and endpoint, ripgrep, the Bash sandbox, settings files and MCP servers.\n")
-        return 0
+HELP = "Check the API key and endpoint, ripgrep, the Bash sandbox, settings files and MCP servers."
+
+
+def doctor_command() -> int:
     from services.config import agent_home
 
     cwd, home = Path.cwd().resolve(), agent_home()
@@ -122,3 +126,7 @@ def main(argv: list[str]) -> int:
         _line(status, what, detail)
     sys.stdout.write("all checks passed\n" if not failed else f"{failed} check(s) failed\n")
     return 0 if not failed else 1
+
+
+def register(root: typer.Typer) -> None:
+    root.command("doctor", help=HELP)(doctor_command)

@@ -16,8 +16,6 @@ MODE_ALIASES = {"manual": "default"}
 IGNORED_VALUE_FLAGS = ("--task-budget", "--thinking-display", "--resume-session-at", "--resume-drops-turn",
                        "--plugin-dir", "--agent", "--name")
 IGNORED_BOOL_FLAGS = ("--include-hook-events", "--session-mirror", "--ide", "--bare")
-# The first words that are subcommands; any other first word is (part of) the prompt, as in Claude Code.
-SUBCOMMANDS = ("mcp", "doctor", "config", "trust")
 
 DESCRIPTION = """A ReAct coding agent for the terminal, driven by Claude.
 

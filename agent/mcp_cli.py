@@ -13,27 +13,18 @@ project's `.mcp.json` (meant to be committed). Files are rewritten atomically; o
 Exit codes: 0 done, 1 failed (not found, already there, unreadable file), 2 bad usage.
 """
 
-from __future__ import annotations
-
 import asyncio
 import json
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-USAGE = """usage: agent mcp <command> [options]
+import typer
 
-commands:
-  add [-s local|user|project] [-t stdio|http] [-e KEY=VALUE] [-H "Name: value"] NAME -- COMMAND [ARGS...]
-  add -t http NAME URL               an HTTP (streamable) server
-  add-json [-s SCOPE] NAME JSON      a server from its JSON entry
-  list                               configured servers and their health
-  get NAME                           one server's details and health
-  remove [-s SCOPE] NAME             remove a server
-"""
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 SCOPE_LABEL = {
     "local": "Local config (private to you in this project)",
@@ -139,47 +130,17 @@ def scopes_of(name: str, cwd: Path) -> list[str]:
     return found
 
 
-# --- parsing -------------------------------------------------------------------------------------
-
-
-def _parse_options(argv: list[str], allowed: set[str]) -> tuple[dict[str, Any], list[str], list[str]]:
-    """(options, positional words before `--`, words after `--`)."""
-    opts: dict[str, Any] = {"scope": "local", "transport": None, "env": [], "header": []}
-    positional: list[str] = []
-    rest: list[str] = []
-    i = 0
-    long = {"-s": "--scope", "-t": "--transport", "-e": "--env", "-H": "--header"}
-    while i < len(argv):
-        word = argv[i]
-        if word == "--":
-            rest = argv[i + 1:]
-            break
-        key, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
-        key = long.get(key, key)
-        if word.startswith("-") and len(word) > 1 and (key in allowed or not positional[1:]):
-            if key not in allowed:
-                raise UsageError(f"unknown option {word} (the server's own flags go after --)")
-            if not eq:
-                i += 1
-                if i >= len(argv):
-                    raise UsageError(f"{key} needs a value")
-                value = argv[i]
-            name = key[2:]
-            if name in ("env", "header"):
-                opts[name].append(value)
-            else:
-                opts[name] = value
-        else:
-            positional.append(word)
-        i += 1
-    if opts["scope"] not in ("local", "user", "project"):
-        raise UsageError(f"invalid scope {opts['scope']!r}: use local, user or project")
-    return opts, positional, rest
+# --- checks --------------------------------------------------------------------------------------
 
 
 def _check_name(name: str) -> None:
     if not _NAME.match(name):
         raise UsageError(f"invalid server name {name!r}: use letters, digits, '-' and '_' (at most 64)")
+
+
+def _check_scope(scope: str) -> None:
+    if scope not in ("local", "user", "project"):
+        raise UsageError(f"invalid scope {scope!r}: use local, user or project")
 
 
 def build_entry(opts: dict[str, Any], target: list[str]) -> dict[str, Any]:
@@ -222,13 +183,52 @@ def build_entry(opts: dict[str, Any], target: list[str]) -> dict[str, Any]:
 # --- commands ------------------------------------------------------------------------------------
 
 
-def cmd_add(argv: list[str], cwd: Path) -> int:
-    opts, positional, rest = _parse_options(argv, {"--scope", "--transport", "--env", "--header"})
-    if not positional:
+ScopeOpt = Annotated[str, typer.Option("-s", "--scope", metavar="SCOPE",
+                                        help="local (you, this project), user (every project) or project (.mcp.json)")]
+NameArg = Annotated[str, typer.Argument(metavar="NAME", help="the server's name")]
+
+app = typer.Typer(help="Configure and manage MCP servers (Claude Code's `claude mcp`).", no_args_is_help=True,
+                  add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+
+
+def _run(action: Callable[[Path], int]) -> int:
+    """One line and Claude Code's exit codes for what the command itself finds wrong."""
+    try:
+        return action(Path.cwd().resolve())
+    except UsageError as exc:
+        _err(f"error: {exc}")
+        return 2
+    except CliError as exc:
+        _err(f"error: {exc}")
+        return 1
+    except OSError as exc:
+        _err(f"error: {exc.filename or ''}: {exc.strerror or exc}")
+        return 1
+
+
+# The server's own flags may follow its command without `--`: unknown options are kept as words.
+@app.command("add", context_settings={"ignore_unknown_options": True},
+             help="Add a server: NAME -- COMMAND [ARGS...] (stdio), or NAME URL (-t http).")
+def add_command(
+    name: Annotated[str | None, typer.Argument(metavar="NAME", help="the server's name")] = None,
+    target: Annotated[list[str] | None, typer.Argument(metavar="COMMAND [ARGS...] | URL")] = None,
+    scope: ScopeOpt = "local",
+    transport: Annotated[str | None, typer.Option("-t", "--transport", help="stdio or http")] = None,
+    env: Annotated[list[str] | None, typer.Option("-e", "--env", help="KEY=VALUE for a stdio server")] = None,
+    header: Annotated[list[str] | None, typer.Option("-H", "--header", help='"Name: value" for http')] = None,
+) -> int:
+    opts = {"scope": scope, "transport": transport, "env": env or [], "header": header or []}
+    return _run(lambda cwd: _add(name, target or [], opts, cwd))
+
+
+def _add(name: str | None, target: list[str], opts: dict[str, Any], cwd: Path) -> int:
+    if not name:
         raise UsageError("missing the server name")
-    name, target = positional[0], positional[1:] + rest
+    if name.startswith("-"):
+        raise UsageError(f"unknown option {name} (the server's own flags go after --)")
     _check_name(name)
-    if opts["transport"] is None and len(target) == 1 and re.match(r"^https?://", target[0]) and not rest:
+    _check_scope(opts["scope"])
+    if opts["transport"] is None and len(target) == 1 and re.match(r"^https?://", target[0]):
         opts["transport"] = "http"  # a bare URL means HTTP, as the examples read
     entry = build_entry(opts, target)
     path = write_server(opts["scope"], cwd, name, entry)
@@ -238,15 +238,17 @@ def cmd_add(argv: list[str], cwd: Path) -> int:
     return 0
 
 
-def cmd_add_json(argv: list[str], cwd: Path) -> int:
+@app.command("add-json", help="Add a server from its JSON entry.")
+def add_json_command(name: NameArg, raw: Annotated[str, typer.Argument(metavar="JSON")],
+                     scope: ScopeOpt = "local") -> int:
+    return _run(lambda cwd: _add_json(name, raw, scope, cwd))
+
+
+def _add_json(name: str, raw: str, scope: str, cwd: Path) -> int:
     from services.mcp.config import parse_server
 
-    opts, positional, rest = _parse_options(argv, {"--scope"})
-    words = positional + rest
-    if len(words) != 2:
-        raise UsageError("usage: agent mcp add-json [-s SCOPE] NAME JSON")
-    name, raw = words
     _check_name(name)
+    _check_scope(scope)
     try:
         entry = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -255,23 +257,25 @@ def cmd_add_json(argv: list[str], cwd: Path) -> int:
         parse_server(name, entry, "<argument>", {})
     except ValueError as exc:
         raise UsageError(f"invalid server entry: {exc}") from None
-    path = write_server(opts["scope"], cwd, name, entry)
-    _out(f"Added {entry.get('type', 'stdio')} MCP server {name} to {opts['scope']} config")
+    path = write_server(scope, cwd, name, entry)
+    _out(f"Added {entry.get('type', 'stdio')} MCP server {name} to {scope} config")
     _out(f"File modified: {path}")
     return 0
 
 
-def cmd_remove(argv: list[str], cwd: Path) -> int:
-    given = any(a in ("-s", "--scope") or a.startswith("--scope=") for a in argv)
-    opts, positional, rest = _parse_options(argv, {"--scope"})
-    if len(positional + rest) != 1:
-        raise UsageError("usage: agent mcp remove [-s SCOPE] NAME")
-    name = (positional + rest)[0]
+@app.command("remove", help="Remove a server (say -s SCOPE when it is in several).")
+def remove_command(name: NameArg, scope: Annotated[str | None, typer.Option(
+        "-s", "--scope", metavar="SCOPE", help="local, user or project")] = None) -> int:
+    return _run(lambda cwd: _remove(name, scope, cwd))
+
+
+def _remove(name: str, given: str | None, cwd: Path) -> int:
     found = scopes_of(name, cwd)
-    if given:
-        scope = opts["scope"]
-        if scope not in found:
-            raise CliError(f"No MCP server named {name} in {scope} config")
+    if given is not None:
+        _check_scope(given)
+        if given not in found:
+            raise CliError(f"No MCP server named {name} in {given} config")
+        scope = given
     elif not found:
         raise CliError(f"No MCP server found with name: {name}")
     elif len(found) > 1:
@@ -326,11 +330,14 @@ async def _health(configs: dict[str, Any], cwd: Path) -> dict[str, tuple[str, st
     return out
 
 
-def cmd_list(argv: list[str], cwd: Path) -> int:
+@app.command("list", help="Every configured server, health-checked concurrently.")
+def list_command() -> int:
+    return _run(_list)
+
+
+def _list(cwd: Path) -> int:
     from services.mcp.config import load_config
 
-    if argv:
-        raise UsageError("usage: agent mcp list")
     configs, warnings = load_config(cwd)
     for w in warnings:
         _err(f"warning: {w}")
@@ -345,12 +352,14 @@ def cmd_list(argv: list[str], cwd: Path) -> int:
     return 0
 
 
-def cmd_get(argv: list[str], cwd: Path) -> int:
+@app.command("get", help="One server's details and health.")
+def get_command(name: NameArg) -> int:
+    return _run(lambda cwd: _get(name, cwd))
+
+
+def _get(name: str, cwd: Path) -> int:
     from services.mcp.config import load_config
 
-    if len(argv) != 1:
-        raise UsageError("usage: agent mcp get NAME")
-    name = argv[0]
     configs, _ = load_config(cwd)
     cfg = configs.get(name)
     if cfg is None:
@@ -378,29 +387,5 @@ def cmd_get(argv: list[str], cwd: Path) -> int:
     return 0
 
 
-COMMANDS = {"add": cmd_add, "add-json": cmd_add_json, "remove": cmd_remove, "list": cmd_list, "get": cmd_get}
-
-
-def main(argv: list[str], cwd: Path | None = None) -> int:
-    """`argv` without the leading "mcp"."""
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        sys.stdout.write(USAGE)
-        return 0 if argv else 2
-    command = COMMANDS.get(argv[0])
-    if command is None:
-        _err(f"error: unknown mcp command {argv[0]!r}\n{USAGE}")
-        return 2
-    if any(a in ("-h", "--help") for a in argv[1:argv.index("--") if "--" in argv else len(argv)]):
-        sys.stdout.write(USAGE)
-        return 0
-    try:
-        return command(argv[1:], (cwd or Path.cwd()).resolve())
-    except UsageError as exc:
-        _err(f"error: {exc}")
-        return 2
-    except CliError as exc:
-        _err(f"error: {exc}")
-        return 1
-    except OSError as exc:
-        _err(f"error: {exc.filename or ''}: {exc.strerror or exc}")
-        return 1
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="mcp")

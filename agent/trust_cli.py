@@ -1,41 +1,47 @@
-"""`agent trust [DIR] [--list] [--revoke]`: record, list or revoke folder trust (services/trust.py)."""
+"""`agent trust [DIR] [--list] [--revoke]`: record, list or revoke folder trust (services/trust.py).
 
-from __future__ import annotations
+Imported only when `agent trust` runs (agent/subcommands.py), so Typer costs the other commands nothing.
+"""
 
 import sys
 from pathlib import Path
+from typing import Annotated
 
-USAGE = "usage: agent trust [DIR] [--list] [--revoke]"
+import typer
+
+HELP = ("Trust a folder's own configuration. A trusted folder's own settings, hooks, MCP servers and .env "
+        "count; an untrusted folder's may only restrict.")
 
 
-def main(argv: list[str]) -> int:
+def trust_command(
+    directory: Annotated[str | None, typer.Argument(metavar="[DIR]", help="the folder (default: here)")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="list the trusted folders")] = False,
+    revoke_: Annotated[bool, typer.Option("--revoke", help="revoke the folder's trust")] = False,
+) -> int:
     from services.config import agent_home
     from services.trust import revoke, trust, trusted_folders
 
-    flags = {a for a in argv if a.startswith("-")}
-    dirs = [a for a in argv if not a.startswith("-")]
-    unknown = flags - {"--list", "--revoke", "-h", "--help"}
-    if unknown or len(dirs) > 1 or {"--list", "--revoke"} <= flags:
-        sys.stderr.write(f"error: {USAGE}\n")
+    if list_ and (revoke_ or directory):
+        sys.stderr.write("error: --list takes no folder and no --revoke\n")
         return 2
-    if flags & {"-h", "--help"}:
-        sys.stdout.write(USAGE + "\n\nA trusted folder's own settings, hooks, MCP servers and .env count; an untrusted "
-                         "folder's may only restrict.\n")
-        return 0
     home = agent_home()
-    if "--list" in flags:
-        for folder in trusted_folders(home):
-            sys.stdout.write(folder + "\n")
+    if list_:
+        for trusted in trusted_folders(home):
+            sys.stdout.write(trusted + "\n")
         return 0
-    folder_path = Path(dirs[0] if dirs else ".").expanduser().resolve()
-    if not folder_path.is_dir():
-        sys.stderr.write(f"error: {folder_path}: not a directory\n")
+    folder = Path(directory or ".").expanduser().resolve()
+    if not folder.is_dir():
+        sys.stderr.write(f"error: {folder}: not a directory\n")
         return 2
-    if "--revoke" in flags:
-        if revoke(folder_path, home):
-            sys.stdout.write(f"Revoked trust for {folder_path}\n")
+    if revoke_:
+        if revoke(folder, home):
+            sys.stdout.write(f"Revoked trust for {folder}\n")
             return 0
-        sys.stderr.write(f"error: {folder_path} was not trusted (a parent folder may be: agent trust --list)\n")
+        sys.stderr.write(f"error: {folder} was not trusted (a parent folder may be: agent trust --list)\n")
         return 1
-    sys.stdout.write(f"Trusted {trust(folder_path, home)}\n")
+    sys.stdout.write(f"Trusted {trust(folder, home)}\n")
     return 0
+
+
+def register(root: typer.Typer) -> None:
+    root.command("trust", help=HELP)(trust_command)
