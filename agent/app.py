@@ -87,7 +87,7 @@ def build_engine(
     settings = opts.settings
     home = agent_home()
     skills = discover_skills(opts.cwd, home)
-    prompt = SystemPromptBuilder(opts.cwd, home, skills)
+    prompt = SystemPromptBuilder(opts.cwd, home, skills, trusted=opts.trusted)
     # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
     agent_tool = AgentTool(
         lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
