@@ -252,6 +252,26 @@ async def test_env_relaxes_the_guard(server: Server, ctx: ToolContext, monkeypat
         ("http://metadata.google.internal/computeMetadata/v1/", "metadata host name"),
         ("file:///etc/passwd", "only http:// and https://"),
         ("ftp://example.com/file", "only http:// and https://"),
+        # IPv6 forms that carry an IPv4 address, judged by that address.
+        ("http://[2002:7f00:1::]:{port}/", "loopback address (6to4 form of 127.0.0.1)"),
+        ("http://[2002:a9fe:a9fe::1]/", "cloud metadata address (6to4"),
+        ("http://[2002:c0a8:101::]/", "private network address (6to4"),
+        ("http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "loopback address (Teredo client form of 127.0.0.1)"),
+        ("http://[64:ff9b::7f00:1]:{port}/", "loopback address (NAT64 form of 127.0.0.1)"),
+        ("http://[64:ff9b::a9fe:a9fe]/", "cloud metadata address (NAT64"),
+        ("http://[64:ff9b:1::808:808]/", "local-use NAT64 address"),
+        ("http://[::127.0.0.1]:{port}/", "loopback address (IPv4-compatible form of 127.0.0.1)"),
+        ("http://[::ffff:7f00:1]:{port}/", "loopback address (IPv4-mapped"),
+        ("http://[::ffff:169.254.169.254]/", "cloud metadata address (IPv4-mapped"),
+        ("http://[fe80::1%25eth0]/", "link-local address"),
+        # inet_aton's legacy IPv4 spellings: decimal, octal, hex, short forms.
+        ("http://2130706433:{port}/", "loopback address"),
+        ("http://0177.0.0.1:{port}/", "loopback address"),
+        ("http://0x7f.1:{port}/", "loopback address"),
+        ("http://0x7f000001:{port}/", "loopback address"),
+        ("http://127.1:{port}/", "loopback address"),
+        ("http://2852039166/", "cloud metadata address"),
+        ("http://012.1/", "private network address"),
     ],
 )
 async def test_guard_refuses(url: str, why: str, server: Server, monkeypatch: pytest.MonkeyPatch, ctx: ToolContext) -> None:
@@ -268,6 +288,27 @@ async def test_guard_checks_resolved_addresses(server: Server, ctx: ToolContext)
     with pytest.raises(UrlRefused, match=r"evil\.test \(resolves to 127\.0\.0\.1\) is a loopback address"):
         await WebFetchTool(allow_private=False, resolver=resolver).call({"url": f"http://evil.test:{server.port}/"}, ctx)
     assert server.hits == []
+
+
+async def test_guard_judges_every_dns_answer_after_decoding(server: Server, ctx: ToolContext) -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        return {"six.test": ["2002:7f00:1::"], "nat.test": ["93.184.216.34", "64:ff9b::a00:1"]}.get(host, [])
+
+    tool = WebFetchTool(allow_private=False, resolver=resolver)
+    with pytest.raises(UrlRefused, match=r"resolves to 2002:7f00:1::\) is a loopback address \(6to4"):
+        await tool.call({"url": f"http://six.test:{server.port}/"}, ctx)
+    with pytest.raises(UrlRefused, match=r"private network address \(NAT64 form of 10\.0\.0\.1\)"):
+        await tool.call({"url": f"http://nat.test:{server.port}/"}, ctx)
+    assert server.hits == []
+
+
+def test_public_addresses_in_ipv6_forms_stay_fetchable() -> None:
+    from ipaddress import ip_address
+
+    from tools.web_fetch import address_refusal
+
+    for addr in ("2002:808:808::", "64:ff9b::808:808", "2606:4700::1111", "93.184.216.34"):
+        assert address_refusal(ip_address(addr)) is None, addr
 
 
 async def test_connection_goes_to_the_checked_address_with_the_name_kept(server: Server, ctx: ToolContext) -> None:
@@ -289,7 +330,8 @@ async def test_redirect_to_a_private_address_is_refused(server: Server, internal
     tool = OneServerOpen(server.port)
     ok = await fetch(tool, ctx, f"{server.url}/plain")
     assert not ok.is_error  # the open server itself is fetched with the guard on
-    for target in (f"{internal.url}/secret", "http://169.254.169.254/latest/meta-data/", "file:///etc/passwd"):
+    for target in (f"{internal.url}/secret", "http://169.254.169.254/latest/meta-data/", "file:///etc/passwd",
+                   f"http://[2002:7f00:1::]:{internal.port}/secret", f"http://2130706433:{internal.port}/secret"):
         out = await fetch(tool, ctx, f"{server.url}/redirect?to={target}")
         assert out.is_error and "WebFetch refused" in out.content, out.content
     assert internal.hits == []

@@ -63,10 +63,41 @@ def _env_allows_private() -> bool:
     return (getenv("WEBFETCH_ALLOW_PRIVATE") or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_COMPAT = ipaddress.ip_network("::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, with the form's name: IPv4-mapped, IPv4-compatible,
+    6to4 (2002::/16), Teredo (2001::/32: server and client), NAT64 (64:ff9b::/96 and 64:ff9b:1::/48)."""
+    out: list[tuple[str, ipaddress.IPv4Address]] = []
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        out.append(("IPv4-mapped", ip.ipv4_mapped))
+    elif ip in _COMPAT and int(ip) > 1:
+        out.append(("IPv4-compatible", low32))
+    if ip.sixtofour is not None:
+        out.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        out.extend([("Teredo server", ip.teredo[0]), ("Teredo client", ip.teredo[1])])
+    if ip in _NAT64 or ip in _NAT64_LOCAL:
+        out.append(("NAT64", low32))
+    return out
+
+
 def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why a resolved address may not be fetched, or None when it is a public address."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return address_refusal(ip.ipv4_mapped)
+    """Why a resolved address may not be fetched, or None when it is a public address. An IPv6 address
+    that carries an IPv4 one is judged by that address too (6to4 2002:7f00:1:: is 127.0.0.1)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        for form, v4 in embedded_ipv4(ip):
+            why = address_refusal(v4)
+            if why:
+                return f"{why} ({form} form of {v4})"
+        if ip in _NAT64_LOCAL:
+            return "a local-use NAT64 address"
+        if ip in _NAT64:  # inside ::/8 (reserved), but it is the public IPv4 address just checked
+            return None
     text = str(ip)
     if text in METADATA_ADDRESSES:
         return "a cloud metadata address"
@@ -82,6 +113,24 @@ def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | 
         return "a private network address"
     if ip.is_reserved or not ip.is_global:
         return "a reserved, non-public address"
+    return None
+
+
+_LEGACY_V4 = re.compile(r"(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}", re.I)
+
+
+def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host literal names, the legacy IPv4 forms included (`2130706433`, `0x7f.1`,
+    `0177.0.0.1`: what inet_aton and so every resolver accepts), or None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        pass
+    if _LEGACY_V4.fullmatch(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
     return None
 
 
@@ -244,10 +293,7 @@ class WebFetchTool(Tool):
             why = hostname_refusal(host)
             if why:
                 raise UrlRefused(f"WebFetch refused {url}: {host} is {why}; only public web addresses can be fetched.")
-        try:
-            literal: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
-            literal = None
+        literal = literal_address(host)
         if literal is not None:
             addresses = [str(literal)]
         else:
