@@ -25,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 from services.config import getenv
 from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
+from tools.web_domains import domain_target, same_site
 
 if TYPE_CHECKING:  # httpx is imported when a request is made: start-up stays light
     import httpx
@@ -46,13 +47,26 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 DESCRIPTION = """Fetches a web page by URL and returns its content as text; HTML pages are converted to Markdown.
 
 Usage:
-- `url` must be a full http:// or https:// URL. Redirects are followed (at most 5).
+- `url` must be a full http:// or https:// URL. Redirects within the same host are followed (at most 5); a redirect to another host is reported, and you fetch the new URL with another call.
 - Use it to read documentation, an issue, a changelog, an API reference the user points to or that a search found.
 - `prompt` (optional) says what you are looking for in the page; it is shown above the content.
 - Pages are cut at 512 KB; very long results are saved to a file with a preview, which you can Read or Grep.
 - It refuses local and internal addresses (localhost, private networks, link-local, cloud metadata) and non-http(s) schemes: it is for the public web only.
 - It does not run JavaScript: a page that builds its content in the browser may come back nearly empty.
 - It cannot log in: pages behind authentication fail or show a login page. Prefer an API or raw URL (e.g. raw.githubusercontent.com) when one exists."""
+
+
+def redirect_notice(r: FetchResult, prompt: Any) -> str:
+    """Claude Code's answer for a redirect to another host: the model fetches the target itself."""
+    lines = [
+        "REDIRECT DETECTED: The URL redirects to a location that was not fetched automatically.", "",
+        f"Original URL: {r.url}", f"Redirect URL: {r.redirect_to}", f"Status: {r.status} {r.reason}".rstrip(), "",
+        "To complete your request, I need to fetch content from the redirected URL. Please use WebFetch again "
+        "with these parameters:", f'- url: "{r.redirect_to}"',
+    ]
+    if isinstance(prompt, str) and prompt:
+        lines.append(f'- prompt: "{prompt}"')
+    return "\n".join(lines)
 
 
 class UrlRefused(ToolError):
@@ -236,6 +250,7 @@ class FetchResult:
     truncated: bool
     charset: str | None
     redirects: list[str]
+    redirect_to: str | None = None  # a redirect to another host, not followed
 
 
 class WebFetchTool(Tool):
@@ -276,7 +291,9 @@ class WebFetchTool(Tool):
     read_only = True
 
     def permission_target(self, input: dict[str, Any]) -> tuple[str, str] | None:
-        return None
+        """The domain (tools/web_domains.py): the gate asks per domain, "always" stores the domain rule."""
+        target = domain_target(input.get("url"))
+        return ("domain", target) if target else None
 
     def describe(self, input: dict[str, Any]) -> str:
         url = input.get("url")
@@ -328,8 +345,12 @@ class WebFetchTool(Tool):
                             f"WebFetch stopped at {current}: more than {self.max_redirects} redirects "
                             f"({' -> '.join([*redirects, current])})."
                         )
+                    target = urljoin(current, location)
+                    if not same_site(current, target):  # another domain: another question, asked by a new call
+                        return FetchResult(current, resp.status_code, resp.reason_phrase, "", b"", False, None,
+                                           redirects, redirect_to=target)
                     redirects.append(current)
-                    current = urljoin(current, location)
+                    current = target
                     continue
                 body = bytearray()
                 truncated = False
@@ -374,6 +395,8 @@ class WebFetchTool(Tool):
             except httpx.HTTPError as exc:
                 raise ToolError(f"WebFetch failed for {url}: {type(exc).__name__}: {exc or 'connection failed'}.") from None
         trace("webfetch.done", url=result.url, status=result.status, bytes=len(result.body), truncated=result.truncated)
+        if result.redirect_to is not None:
+            return ToolOutput(redirect_notice(result, input.get("prompt")))
         return self._render(result, input.get("prompt"))
 
     def _render(self, r: FetchResult, prompt: Any) -> ToolOutput:
