@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
+from services.git_safe import SafeGit, find_git_dir, main_branch_from_files, read_head, recent_commits
 from services.instructions import InstructionTracker, Loaded, Places, claude_md_text, load_instructions
 from services.memory import MemoryStore, memory_section
 from services.skills import Skill, skill_catalog
@@ -54,18 +54,7 @@ BASE_PROMPT = """You are a coding agent working in the user's terminal, inside t
 MAX_GIT_STATUS_CHARS = 2000
 MAX_COMMIT_SUBJECT_CHARS = 200
 RECENT_COMMITS = 5
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    """A git command's stdout, or None (not a repository, no git, a timeout). Never takes the index lock."""
-    try:
-        out = subprocess.run(
-            ["git", "--no-optional-locks", *args], cwd=cwd, capture_output=True, text=True, timeout=3,
-            errors="replace", stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout if out.returncode == 0 else None
+UNTRUSTED_STATUS = "(not taken: git runs only in a trusted folder; `agent trust` trusts it)"
 
 
 def _printable(text: str) -> str:
@@ -73,39 +62,66 @@ def _printable(text: str) -> str:
     return "".join(ch if ch == "\n" or ch == "\t" or ch.isprintable() else "?" for ch in text)
 
 
-def _main_branch(cwd: Path, current: str) -> str:
-    remote_head = _git(cwd, "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
+def _main_branch(git: SafeGit, current: str) -> str:
+    remote_head = git.run("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD")
     if remote_head and remote_head.strip():
         return remote_head.strip().split("/", 1)[-1]
     for name in ("main", "master"):
-        if _git(cwd, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}") is not None:
+        if git.run("rev-parse", "--verify", "--quiet", f"refs/heads/{name}") is not None:
             return name
     return current
 
 
-def git_snapshot(cwd: Path) -> str | None:
-    """Branch, main branch, short status and recent commits, or None outside a git repository."""
-    if _git(cwd, "rev-parse", "--is-inside-work-tree") is None:
-        return None
-    branch = (_git(cwd, "branch", "--show-current") or "").strip() or "(detached HEAD)"
-    status = (_git(cwd, "status", "--short") or "").rstrip()
+def _snapshot_text(branch: str, main: str, status: str, commits: list[str]) -> str:
     if len(status) > MAX_GIT_STATUS_CHARS:
         status = status[:MAX_GIT_STATUS_CHARS].rsplit("\n", 1)[0] + (
             "\n... (status truncated; run `git status` through Bash for the rest)")
-    log = (_git(cwd, "log", "--oneline", "--no-decorate", f"-{RECENT_COMMITS}") or "").splitlines()
-    commits = "\n".join(line[:MAX_COMMIT_SUBJECT_CHARS] for line in log) or "(no commits yet)"
+    listed = "\n".join(line[:MAX_COMMIT_SUBJECT_CHARS] for line in commits) or "(no commits yet)"
     return _printable(
         "Git snapshot, taken when the session started (it does not update; run git for the current state):\n"
         f"Current branch: {branch}\n"
-        f"Main branch (the usual base for pull requests): {_main_branch(cwd, branch)}\n"
+        f"Main branch (the usual base for pull requests): {main}\n"
         f"Status:\n{status or '(clean)'}\n"
-        f"Recent commits:\n{commits}"
+        f"Recent commits:\n{listed}"
     )
 
 
-def environment_block(cwd: Path) -> str:
+def _trusted_snapshot(cwd: Path) -> str | None:
+    """git itself, with a built environment and every executing key neutralised (services/git_safe.py)."""
+    from services.credentials import child_env
+
+    git = SafeGit.open(cwd, child_env())
+    if git is None or git.run("rev-parse", "--is-inside-work-tree") is None:
+        return None
+    branch = (git.run("branch", "--show-current") or "").strip() or "(detached HEAD)"
+    status = (git.run("status", "--short", "--ignore-submodules=all") or "").rstrip()
+    log = git.run("log", "--oneline", "--no-decorate", "--no-show-signature", "--no-ext-diff", "--no-textconv",
+                  f"-{RECENT_COMMITS}") or ""
+    return _snapshot_text(branch, _main_branch(git, branch), status, log.splitlines())
+
+
+def _untrusted_snapshot(cwd: Path) -> str | None:
+    """No git process before trust: HEAD, refs and loose commits read as files; the status left out."""
+    git_dir = find_git_dir(cwd)
+    if git_dir is None:
+        return None
+    branch, head = read_head(git_dir)
+    name = branch or "(detached HEAD)"
+    commits = recent_commits(git_dir, head, RECENT_COMMITS)
+    if head and not commits:
+        commits = [f"{head[:7]} (subject not read: packed object)"]
+    return _snapshot_text(name, main_branch_from_files(git_dir, name), UNTRUSTED_STATUS, commits)
+
+
+def git_snapshot(cwd: Path, trusted: bool = False) -> str | None:
+    """Branch, main branch, short status and recent commits, or None outside a git repository.
+    Only a trusted folder's git runs; an untrusted one is read without executing anything of it."""
+    return _trusted_snapshot(cwd) if trusted else _untrusted_snapshot(cwd)
+
+
+def environment_block(cwd: Path, trusted: bool = False) -> str:
     """Where the agent runs; taken once per session (SystemPromptBuilder) so the prompt stays byte-stable."""
-    snapshot = git_snapshot(cwd)
+    snapshot = git_snapshot(cwd, trusted)
     lines = [
         "<env>",
         f"Working directory: {_printable(str(cwd))}",
@@ -169,13 +185,13 @@ class SystemPromptBuilder:
     """
 
     def __init__(self, cwd: Path, home: Path | None = None, skills: list[Skill] | None = None, *,
-                 trusted: bool = True, places: Places | None = None, excludes: list[str] | None = None):
+                 trusted: bool = False, places: Places | None = None, excludes: list[str] | None = None):
         self.cwd = cwd
+        self.trusted = trusted  # the folder's git runs only when it is trusted
         self.home = home
         self.skills = list(skills or [])
         self.memory = MemoryStore(cwd)
         self.builds = 0
-        self.trusted = trusted
         self.places = places or instruction_places(cwd, home)
         self.excludes = list(excludes or [])
         self.loaded: Loaded | None = None
@@ -209,7 +225,7 @@ class SystemPromptBuilder:
             if self._env_session is not None:  # a new session (/clear): nested files are announced afresh
                 self.tracker.reset()
             self._env_session = session
-            self._env = environment_block(self.cwd)
+            self._env = environment_block(self.cwd, self.trusted)
         key = (session, snap.mtime_ns, snap.size, self._inputs_key())
         if key != self._key or self.loaded is None:
             instructions = self._load()

@@ -114,9 +114,11 @@ class StatusLine:
 
     async def _run(self, data: bytes) -> str | None:
         try:
-            proc = await asyncio.create_subprocess_shell(
+            from services.credentials import child_env
+
+            proc = await asyncio.create_subprocess_shell(  # the agent's secrets never reach the command
                 self.command, cwd=str(self.cwd), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+                stderr=asyncio.subprocess.DEVNULL, start_new_session=True, env=child_env())
         except OSError as exc:
             trace("statusline.error", error=str(exc)[:200])
             return None

@@ -112,7 +112,7 @@ def test_memory_body_is_in_the_prompt(tmp_path):
 def test_builder_is_byte_stable_and_rebuilds_only_on_change(tmp_path):
     (tmp_path / ".git").mkdir()
     write(tmp_path / "AGENTS.md", "Project rules")
-    builder = SystemPromptBuilder(tmp_path, tmp_path / "home", [])
+    builder = SystemPromptBuilder(tmp_path, tmp_path / "home", [], trusted=True)
     first = builder.build("s1")
     assert builder.build("s1") == first and builder.builds == 1
     mem = write(tmp_path / MEMORY_RELATIVE_PATH, "remember: tabs")
@@ -167,13 +167,13 @@ def test_environment_block_has_a_git_snapshot_and_says_bash(tmp_path, monkeypatc
     _git(tmp_path, "commit", "-qm", "first commit")
     _git(tmp_path, "checkout", "-qb", "feature/x")
     write(tmp_path / "b.txt", "b\n")
-    env = environment_block(tmp_path)
+    env = environment_block(tmp_path, trusted=True)
     assert "Shell: bash" in env and "fish" not in env  # the Bash tool always runs bash
     assert "Git repository: yes" in env
     assert "Current branch: feature/x\n" in env and "Main branch (the usual base for pull requests): main\n" in env
     assert "Status:\n?? b.txt\n" in env
     assert re.search(r"Recent commits:\n[0-9a-f]{7,} first commit\n</env>$", env)
-    assert environment_block(tmp_path) == env  # same state, same bytes
+    assert environment_block(tmp_path, trusted=True) == env  # same state, same bytes
 
 
 def test_environment_block_outside_git_and_with_hostile_repository_text(tmp_path):
@@ -189,7 +189,10 @@ def test_environment_block_outside_git_and_with_hostile_repository_text(tmp_path
     _git(repo, "commit", "-qm", "evil \x1b[31mred\x07 " + "y" * 500)
     for i in range(300):
         write(repo / f"untracked-{i:03d}-{'z' * 20}.txt", "")
-    env = environment_block(repo)
+    untrusted = environment_block(repo)
+    assert "\x1b" not in untrusted and "\x07" not in untrusted
+    assert len(untrusted.split("Recent commits:\n", 1)[1].splitlines()[0]) <= 200
+    env = environment_block(repo, trusted=True)
     assert "\x1b" not in env and "\x07" not in env
     status = env.split("Status:\n", 1)[1].split("Recent commits:", 1)[0]
     assert len(status) < 2200 and "status truncated" in status
@@ -199,7 +202,7 @@ def test_environment_block_outside_git_and_with_hostile_repository_text(tmp_path
 
 def test_builder_takes_the_git_snapshot_once_per_session(tmp_path):
     _git(tmp_path, "init", "-q")
-    builder = SystemPromptBuilder(tmp_path, tmp_path / "home", [])
+    builder = SystemPromptBuilder(tmp_path, tmp_path / "home", [], trusted=True)
     first = builder.build("s1")
     assert "Status:\n(clean)" in first
     write(tmp_path / "new.txt", "n\n")

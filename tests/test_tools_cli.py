@@ -41,7 +41,9 @@ def test_todo_webfetch_and_agent_through_the_cli(cli, fake_anthropic):
         )
         fake_anthropic.text("child done")  # the sub-agent's own model call
         fake_anthropic.text("All three worked.")
-        result = cli("--output-format", "json", "do it", WEBFETCH_ALLOW_PRIVATE="1", timeout=120)
+        # WebFetch asks per domain (Claude Code): the one-shot run allows this one by rule.
+        result = cli("--output-format", "json", "do it", "--allowedTools", "WebFetch(domain:127.0.0.1)",
+                     WEBFETCH_ALLOW_PRIVATE="1", timeout=120)
     finally:
         server.shutdown()
     assert result.code == 0, result.stderr

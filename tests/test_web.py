@@ -20,7 +20,7 @@ import pytest
 from agent.model.scripted import tool_call
 from tools.base import SessionState, ToolContext, ToolError, ToolOutput
 from tools.orchestration import ToolRunner
-from tools.permissions import PermissionGate
+from tools.permissions import PermissionGate, PermissionRequest
 from tools.registry import default_tools
 from tools.web_fetch import UrlRefused, WebFetchTool, html_to_markdown
 from tools.web_search import (
@@ -252,6 +252,26 @@ async def test_env_relaxes_the_guard(server: Server, ctx: ToolContext, monkeypat
         ("http://metadata.google.internal/computeMetadata/v1/", "metadata host name"),
         ("file:///etc/passwd", "only http:// and https://"),
         ("ftp://example.com/file", "only http:// and https://"),
+        # IPv6 forms that carry an IPv4 address, judged by that address.
+        ("http://[2002:7f00:1::]:{port}/", "loopback address (6to4 form of 127.0.0.1)"),
+        ("http://[2002:a9fe:a9fe::1]/", "cloud metadata address (6to4"),
+        ("http://[2002:c0a8:101::]/", "private network address (6to4"),
+        ("http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "loopback address (Teredo client form of 127.0.0.1)"),
+        ("http://[64:ff9b::7f00:1]:{port}/", "loopback address (NAT64 form of 127.0.0.1)"),
+        ("http://[64:ff9b::a9fe:a9fe]/", "cloud metadata address (NAT64"),
+        ("http://[64:ff9b:1::808:808]/", "local-use NAT64 address"),
+        ("http://[::127.0.0.1]:{port}/", "loopback address (IPv4-compatible form of 127.0.0.1)"),
+        ("http://[::ffff:7f00:1]:{port}/", "loopback address (IPv4-mapped"),
+        ("http://[::ffff:169.254.169.254]/", "cloud metadata address (IPv4-mapped"),
+        ("http://[fe80::1%25eth0]/", "link-local address"),
+        # inet_aton's legacy IPv4 spellings: decimal, octal, hex, short forms.
+        ("http://2130706433:{port}/", "loopback address"),
+        ("http://0177.0.0.1:{port}/", "loopback address"),
+        ("http://0x7f.1:{port}/", "loopback address"),
+        ("http://0x7f000001:{port}/", "loopback address"),
+        ("http://127.1:{port}/", "loopback address"),
+        ("http://2852039166/", "cloud metadata address"),
+        ("http://012.1/", "private network address"),
     ],
 )
 async def test_guard_refuses(url: str, why: str, server: Server, monkeypatch: pytest.MonkeyPatch, ctx: ToolContext) -> None:
@@ -268,6 +288,27 @@ async def test_guard_checks_resolved_addresses(server: Server, ctx: ToolContext)
     with pytest.raises(UrlRefused, match=r"evil\.test \(resolves to 127\.0\.0\.1\) is a loopback address"):
         await WebFetchTool(allow_private=False, resolver=resolver).call({"url": f"http://evil.test:{server.port}/"}, ctx)
     assert server.hits == []
+
+
+async def test_guard_judges_every_dns_answer_after_decoding(server: Server, ctx: ToolContext) -> None:
+    async def resolver(host: str, port: int) -> list[str]:
+        return {"six.test": ["2002:7f00:1::"], "nat.test": ["93.184.216.34", "64:ff9b::a00:1"]}.get(host, [])
+
+    tool = WebFetchTool(allow_private=False, resolver=resolver)
+    with pytest.raises(UrlRefused, match=r"resolves to 2002:7f00:1::\) is a loopback address \(6to4"):
+        await tool.call({"url": f"http://six.test:{server.port}/"}, ctx)
+    with pytest.raises(UrlRefused, match=r"private network address \(NAT64 form of 10\.0\.0\.1\)"):
+        await tool.call({"url": f"http://nat.test:{server.port}/"}, ctx)
+    assert server.hits == []
+
+
+def test_public_addresses_in_ipv6_forms_stay_fetchable() -> None:
+    from ipaddress import ip_address
+
+    from tools.web_fetch import address_refusal
+
+    for addr in ("2002:808:808::", "64:ff9b::808:808", "2606:4700::1111", "93.184.216.34"):
+        assert address_refusal(ip_address(addr)) is None, addr
 
 
 async def test_connection_goes_to_the_checked_address_with_the_name_kept(server: Server, ctx: ToolContext) -> None:
@@ -289,18 +330,67 @@ async def test_redirect_to_a_private_address_is_refused(server: Server, internal
     tool = OneServerOpen(server.port)
     ok = await fetch(tool, ctx, f"{server.url}/plain")
     assert not ok.is_error  # the open server itself is fetched with the guard on
-    for target in (f"{internal.url}/secret", "http://169.254.169.254/latest/meta-data/", "file:///etc/passwd"):
+    # Another host: never followed, the model is told (and its next call is checked and asked about anew).
+    for target in (f"{internal.url}/secret", "http://169.254.169.254/latest/meta-data/", "file:///etc/passwd",
+                   f"http://[2002:7f00:1::]:{internal.port}/secret", f"http://2130706433:{internal.port}/secret"):
         out = await fetch(tool, ctx, f"{server.url}/redirect?to={target}")
-        assert out.is_error and "WebFetch refused" in out.content, out.content
+        assert not out.is_error and out.content.startswith("REDIRECT DETECTED"), out.content
+        assert f'- url: "{target}"' in out.content
+    # The same host: followed, every hop checked by the guard.
+    same = f"http://127.0.0.1:{server.port}/plain"
+    out = await fetch(tool, ctx, f"{server.url}/redirect?to={same}")
+    assert not out.is_error and "REDIRECT" not in out.content, out.content
     assert internal.hits == []
 
 
 async def test_refusal_is_an_error_result_through_the_orchestrator(ctx: ToolContext) -> None:
     use = tool_call("WebFetch", {"url": "http://127.0.0.1/"})
-    runner = ToolRunner({"WebFetch": WebFetchTool(allow_private=False)}, ctx, PermissionGate())
+    gate = PermissionGate(allowed_tools=["WebFetch(domain:127.0.0.1)"])
+    runner = ToolRunner({"WebFetch": WebFetchTool(allow_private=False)}, ctx, gate)
     outcome = [item async for item in runner.run([use])][-1]
     (result,) = outcome.results
     assert result["is_error"] and "loopback" in result["content"]
+
+
+# -- WebFetch asks per domain (Claude Code) ------------------------------------------------------
+
+
+async def test_webfetch_asks_per_domain_and_always_stores_the_domain_rule(ctx: ToolContext) -> None:
+    asked: list[PermissionRequest] = []
+
+    async def ask(req: PermissionRequest) -> str:
+        asked.append(req)
+        return "always"
+
+    tool = WebFetchTool()
+    gate = PermissionGate(ask=ask)
+    assert (await gate.authorize(tool, {"url": "https://Evil.example.com/x?d=secret"}, ctx)).allowed
+    assert len(asked) == 1 and asked[0].always_rule == "WebFetch(domain:evil.example.com)"
+    assert "evil.example.com" in asked[0].reason
+    assert (await gate.authorize(tool, {"url": "https://evil.example.com/other"}, ctx)).allowed
+    assert len(asked) == 1  # the stored domain rule answers
+    assert (await gate.authorize(tool, {"url": "https://another.example.org/"}, ctx)).allowed
+    assert len(asked) == 2  # a new domain is a new question
+    for url in ("https://docs.python.org/3/library/os.html", "https://github.com/anthropics/claude-code"):
+        assert (await gate.authorize(tool, {"url": url}, ctx)).allowed  # Claude Code's preapproved hosts
+    assert len(asked) == 2
+    await gate.authorize(tool, {"url": "https://github.com/anthropics-evil/x"}, ctx)
+    await gate.authorize(tool, {"url": "https://docs.python.org.evil.test/"}, ctx)
+    assert len(asked) == 4  # a path prefix by whole segments, a host by its whole name
+
+
+@pytest.mark.parametrize("mode", ["default", "acceptEdits"])
+async def test_webfetch_without_a_rule_is_denied_when_nobody_can_be_asked(ctx: ToolContext, mode: str) -> None:
+    tool = WebFetchTool()
+    gate = PermissionGate(mode=mode, headless=True)
+    verdict = await gate.authorize(tool, {"url": "https://exfil.example.com/?k=v"}, ctx)
+    assert not verdict.allowed and "WebFetch" in verdict.message
+    for rules in (["WebFetch(domain:exfil.example.com)"], ["WebFetch(domain:*.example.com)"], ["WebFetch"]):
+        gate = PermissionGate(mode=mode, headless=True, allowed_tools=rules)
+        url = "https://exfil.example.com/" if "*" not in rules[0] else "https://a.example.com/"
+        assert (await gate.authorize(tool, {"url": url}, ctx)).allowed, rules
+    gate = PermissionGate(headless=True, allowed_tools=["WebFetch(domain:example.com)"])
+    assert not (await gate.authorize(tool, {"url": "https://example.com.evil.test/"}, ctx)).allowed
 
 
 def test_registry(monkeypatch: pytest.MonkeyPatch) -> None:

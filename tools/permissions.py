@@ -33,7 +33,9 @@ from typing import Any, Literal
 from tools.base import Tool, ToolContext
 from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs
 from tools.bash_checks import reasons as bash_reasons
+from tools.bash_parse import ParsedCommand
 from tools.bash_rules import allowed_by_rules, always_rule_content, deny_matches, deny_may_match
+from tools.protected_paths import config_file_reason, proc_reason, words_proc_reason
 
 REJECT_MESSAGE = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a "
@@ -55,6 +57,9 @@ PROTECTED_DIRS = (".agents", ".claude", ".git")
 PROTECTED_NAMES = (".mcp.json", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                    ".zprofile", ".zshenv", ".zlogin", ".inputrc", ".envrc", ".gitconfig", ".npmrc", ".pypirc")
 CREDENTIAL_FILES = (".credentials.json", "credentials.json", "credentials")
+# Reasons that still let "always" be offered (the rule it stores answers them next time).
+QUESTION_ONLY_REASONS = ("matches the ask rule", "fetches from", "writes a file that configures",
+                         "writes git configuration")
 
 
 @dataclass
@@ -320,9 +325,13 @@ class PermissionGate:
 
     def _read_dirs(self, ctx: ToolContext) -> list[str]:
         # Spilled results live in the session directory under the agent home: the model reads them back.
-        session_dir = getattr(ctx, "session_dir", None)
+        # Only this project's own directory: other projects' transcripts are not the model's to read.
+        from services.config import project_slug
+
+        session_dir = ctx.session_dir
         extra = [real_path(session_dir)] if session_dir else []
-        return [*self._dirs(ctx), *extra, real_path(self._home() / "projects")]
+        own = real_path(self._home() / "projects" / project_slug(Path(ctx.project_root)))
+        return [*self._dirs(ctx), *extra, own]
 
     # -- rules --
     def _rules(self, texts: list[str]) -> list[Rule]:
@@ -407,19 +416,74 @@ class PermissionGate:
         if target and target[0] == "path" and target[1] not in paths:
             paths.append(target[1])
         for p in paths:
-            why = secret_reason(real_path(ctx.resolve(p)), self._home(), recursive)
+            resolved = str(ctx.resolve(p))
+            why = secret_reason(real_path(ctx.resolve(p)), self._home(), recursive) or proc_reason(resolved)
             if why:
                 return why
         return None
 
+    @staticmethod
+    def _bash_proc(parsed: ParsedCommand | None, command: str, ctx: ToolContext) -> tuple[str | None, str | None]:
+        """(a refusal: a word names or globs to the agent's own /proc directory; a question: an unknown
+        word on a line that mentions proc, such as `/proc/$PPID/environ`)."""
+        if parsed is None:
+            return None, None
+        words = [w for c in parsed.commands for w in c.words if w is not None]
+        cwds = [str(ctx.session.cwd), *(str(ctx.resolve(c.words[1])) for c in parsed.commands
+                                         if c.name in ("cd", "pushd") and len(c.words) > 1 and c.words[1])]
+        # Words, write targets, and any path-looking token of the quote-stripped text (input redirections).
+        plain_tokens = re.findall(r"/proc/[^\s;&|<>()`]*", re.sub(r"[\"'\\]", "", command))
+        refused = words_proc_reason([*words, *(w for w in parsed.writes if w is not None), *plain_tokens], cwds)
+        unknown = any(w is None for c in parsed.commands for w in c.words)
+        plain = re.sub(r"[\"'\\]", "", command)
+        asked = "a word whose value is unknown on a line that mentions /proc" if unknown and "proc" in plain else None
+        return refused, asked
+
+    def _fetch_allowed(self, allow_rules: list[Rule], tool: Tool, input: dict[str, Any], ctx: ToolContext) -> bool:
+        """WebFetch runs without a question only for an allowed domain or a preapproved host (Claude Code)."""
+        from tools.web_domains import is_preapproved
+
+        url = input.get("url")
+        if isinstance(url, str) and is_preapproved(url):
+            return True
+        return self._match(allow_rules, tool, input, ctx, None, any_part=False) is not None
+
     # -- the decision --
     async def authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
-        verdict = await self._authorize(tool, input, ctx)
+        try:
+            verdict = await self._authorize(tool, input, ctx)
+        except Exception as exc:  # noqa: BLE001 - a gate that cannot decide must not allow
+            verdict = await self._fail_closed(tool, input, ctx, exc)
+            if not verdict.allowed:
+                self.denials.append({"tool_name": tool.name, "tool_use_id": ctx.tool_use_id, "tool_input": input})
+            return verdict
         if not verdict.allowed:
             self.denials.append({"tool_name": tool.name, "tool_use_id": ctx.tool_use_id, "tool_input": input})
         elif tool.name == "Grep" and self.mode != "bypassPermissions":
             verdict.updated_input = self._grep_excluding_denied(verdict.updated_input or input)
         return verdict
+
+    async def _fail_closed(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, exc: Exception) -> Verdict:
+        """An exception while deciding: ask (no "always"), or deny when nobody can be asked; traced."""
+        from services.trace import trace
+
+        trace("permissions.gate_error", tool=tool.name, error=f"{type(exc).__name__}: {exc}")
+        if self.mode == "bypassPermissions":
+            return Verdict(True)
+        reason = f"the permission check failed ({type(exc).__name__}); asking instead"
+        if self.ask is None:
+            return Verdict(False, REJECT_MESSAGE)
+        try:
+            request = PermissionRequest(tool, input, tool.describe(input), reason, ctx.tool_use_id,
+                                        display=display_text(json.dumps(input, ensure_ascii=False, default=str)))
+            answer = await self.ask(request)
+        except Exception:  # noqa: BLE001 - the question itself failed: deny
+            return Verdict(False, REJECT_MESSAGE)
+        if isinstance(answer, PermissionResult):
+            return Verdict(answer.answer != "deny", answer.message if answer.answer == "deny" else "",
+                           updated_input=answer.updated_input if answer.answer != "deny" else None)
+        return Verdict(answer in ("once", "always"), "" if answer in ("once", "always") else REJECT_MESSAGE,
+                       end_turn=answer == "deny")
 
     def _grep_excluding_denied(self, input: dict[str, Any]) -> dict[str, Any] | None:
         """A search of a directory must not read files a Read deny rule covers: those patterns are added
@@ -432,13 +496,54 @@ class PermissionGate:
         globs = input.get("glob") if isinstance(input.get("glob"), str) else ""
         return {**input, "glob": f"{globs} {excludes}".strip()}
 
+    def _rule_and_network_reasons(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
+                                  parsed: Analysis | None, allow_rules: list[Rule]) -> list[str]:
+        """An ask rule that matches; a network tool in plan mode; WebFetch to a domain not allowed yet."""
+        reasons: list[str] = []
+        ask_rule = self._match(self._rules(self.ask_tools), tool, input, ctx, parsed, any_part=True)
+        if ask_rule is not None:
+            reasons.append(f"matches the ask rule {ask_rule}")
+        allowed = self._match(allow_rules, tool, input, ctx, None, any_part=False) is not None
+        if self.mode == "plan" and tool.name in NETWORK_TOOLS and not allowed:
+            reasons.append("plan mode: sends data out of the machine")
+        elif tool.name == "WebFetch" and not self._fetch_allowed(allow_rules, tool, input, ctx):
+            target = _target(tool, input)
+            reasons.append(f"fetches from {target[1][len('domain:'):] if target else 'a URL'}, a domain not allowed yet")
+        return reasons
+
+    @staticmethod
+    def _config_file(target: tuple[str, str] | None, ctx: ToolContext) -> str | None:
+        """acceptEdits asks for the files that configure agents or editors (tools/protected_paths.py)."""
+        return config_file_reason(real_path(ctx.resolve(target[1]))) if target and target[0] == "path" else None
+
+    def _allowed_without_question(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
+                                  parsed: Analysis | None, allow_rules: list[Rule], reasons: list[str]) -> bool:
+        """Nothing forced a question: read-only, an allow rule, acceptEdits (not for configuration files,
+        whose reason is appended to `reasons`), or ALLOW_WRITE."""
+        if tool.is_read_only(input):
+            return True
+        if parsed is not None:
+            whole = any(r.content is None and r.covers(tool.name) for r in allow_rules)
+            if whole or self._bash_allowed(allow_rules, parsed, ctx):
+                return True
+        elif self._match(allow_rules, tool, input, ctx, None, any_part=False):
+            return True
+        if self.mode == "acceptEdits" and tool.name in FILE_EDIT_TOOLS:
+            config = self._config_file(_target(tool, input), ctx)
+            if config is None:
+                return True
+            reasons.append(config)
+        return self._allowed_by_env()
+
     async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
         target = _target(tool, input)
         parsed = analyze(target[1]) if target and target[0] == "command" and tool.name == "Bash" else None
         deny_rules = self._rules(self.disallowed_tools)
         if self._match(deny_rules, tool, input, ctx, parsed, any_part=True):
             return Verdict(False, REJECT_MESSAGE)
-        secret = self._secret(tool, input, ctx, parsed)
+        proc_refused, proc_asked = self._bash_proc(parsed.parsed if parsed is not None else None,
+                                                   target[1] if target else "", ctx)
+        secret = self._secret(tool, input, ctx, parsed) or proc_refused
         if secret and self.mode != "bypassPermissions":
             return Verdict(False, f"Refused: {tool.name} would read {secret}. This is never allowed outside "
                                   "bypassPermissions mode.")
@@ -458,31 +563,13 @@ class PermissionGate:
         read_reason = self._read_reason(tool, input, ctx)
         if read_reason and not self._match(self._rules(self.allowed_tools), tool, input, ctx, None, any_part=False):
             reasons.append(read_reason)
-        ask_rule = self._match(self._rules(self.ask_tools), tool, input, ctx, parsed, any_part=True)
-        if ask_rule is not None:
-            reasons.append(f"matches the ask rule {ask_rule}")
+        reasons.extend([proc_asked] if proc_asked else [])
         if unknown is not None:
             reasons.append(unknown)
-        if self.mode == "plan" and tool.name in NETWORK_TOOLS and not self._match(allow_rules, tool, input, ctx, None, any_part=False):
-            reasons.append("plan mode: sends data out of the machine")
-        if not reasons and self._allowed_silently(tool, input, ctx, parsed, allow_rules):
+        reasons.extend(self._rule_and_network_reasons(tool, input, ctx, parsed, allow_rules))
+        if not reasons and self._allowed_without_question(tool, input, ctx, parsed, allow_rules, reasons):
             return Verdict(True)
         return await self._question(tool, input, ctx, reasons, parsed, read_reason)
-
-    def _allowed_silently(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, parsed: Analysis | None,
-                          allow_rules: list[Rule]) -> bool:
-        """With no reason to ask: read-only tools, allow rules, acceptEdits for edits, ALLOW_WRITE."""
-        if tool.is_read_only(input):
-            return True
-        if parsed is not None:
-            whole = any(r.content is None and r.covers(tool.name) for r in allow_rules)
-            if whole or self._bash_allowed(allow_rules, parsed, ctx):
-                return True
-        elif self._match(allow_rules, tool, input, ctx, None, any_part=False):
-            return True
-        if self.mode == "acceptEdits" and tool.name in FILE_EDIT_TOOLS:
-            return True
-        return self._allowed_by_env()
 
     def _unknown_under_deny(self, deny_rules: list[Rule], parsed: Analysis | None) -> str | None:
         """A command with words only known when it runs may be a denied one (`$(echo rm) f`, `rm $X`
@@ -505,7 +592,7 @@ class PermissionGate:
                                       "directories added with --add-dir can be read in this mode; ask the user "
                                       "to re-run with --add-dir <dir> if this file is needed.")
             return Verdict(False, headless_denial(tool, input, ctx) if self.headless else REJECT_MESSAGE)
-        always = None if reasons and any(not r.startswith("matches the ask rule") for r in reasons) \
+        always = None if reasons and any(not r.startswith(QUESTION_ONLY_REASONS) for r in reasons) \
             else self.always_rule_for(tool, input, ctx, parsed)
         request = PermissionRequest(
             tool, input, tool.describe(input), "; ".join(reasons), ctx.tool_use_id,
@@ -542,6 +629,8 @@ class PermissionGate:
     # -- the question's data --
     @staticmethod
     def display_for(tool: Tool, input: dict[str, Any]) -> str:
+        if tool.name == "WebFetch" and isinstance(input.get("url"), str):
+            return display_text(input["url"])  # the whole URL: what would leave the machine
         target = _target(tool, input)
         if target is not None:
             return display_text(target[1])

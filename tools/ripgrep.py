@@ -11,6 +11,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from services.credentials import child_env
 from tools.base import ToolError
 from tools.proctree import pdeathsig_preexec
 
@@ -80,7 +81,7 @@ async def run_rg(
 async def _run(args: list[str], cwd: Path, timeout: float) -> tuple[int, bytes, bytes]:
     proc = await asyncio.create_subprocess_exec(
         rg_path(), "--no-config", *args,
-        cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
+        cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL, env=child_env(),  # no secrets for rg or its children
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
         preexec_fn=pdeathsig_preexec(),  # rg dies with the agent, even when blocked

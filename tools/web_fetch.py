@@ -25,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 from services.config import getenv
 from services.trace import trace
 from tools.base import DEFAULT_MAX_RESULT_CHARS, Tool, ToolContext, ToolError, ToolOutput
+from tools.web_domains import domain_target, same_site
 
 if TYPE_CHECKING:  # httpx is imported when a request is made: start-up stays light
     import httpx
@@ -46,13 +47,26 @@ Resolver = Callable[[str, int], Awaitable[list[str]]]
 DESCRIPTION = """Fetches a web page by URL and returns its content as text; HTML pages are converted to Markdown.
 
 Usage:
-- `url` must be a full http:// or https:// URL. Redirects are followed (at most 5).
+- `url` must be a full http:// or https:// URL. Redirects within the same host are followed (at most 5); a redirect to another host is reported, and you fetch the new URL with another call.
 - Use it to read documentation, an issue, a changelog, an API reference the user points to or that a search found.
 - `prompt` (optional) says what you are looking for in the page; it is shown above the content.
 - Pages are cut at 512 KB; very long results are saved to a file with a preview, which you can Read or Grep.
 - It refuses local and internal addresses (localhost, private networks, link-local, cloud metadata) and non-http(s) schemes: it is for the public web only.
 - It does not run JavaScript: a page that builds its content in the browser may come back nearly empty.
 - It cannot log in: pages behind authentication fail or show a login page. Prefer an API or raw URL (e.g. raw.githubusercontent.com) when one exists."""
+
+
+def redirect_notice(r: FetchResult, prompt: Any) -> str:
+    """Claude Code's answer for a redirect to another host: the model fetches the target itself."""
+    lines = [
+        "REDIRECT DETECTED: The URL redirects to a location that was not fetched automatically.", "",
+        f"Original URL: {r.url}", f"Redirect URL: {r.redirect_to}", f"Status: {r.status} {r.reason}".rstrip(), "",
+        "To complete your request, I need to fetch content from the redirected URL. Please use WebFetch again "
+        "with these parameters:", f'- url: "{r.redirect_to}"',
+    ]
+    if isinstance(prompt, str) and prompt:
+        lines.append(f'- prompt: "{prompt}"')
+    return "\n".join(lines)
 
 
 class UrlRefused(ToolError):
@@ -63,10 +77,41 @@ def _env_allows_private() -> bool:
     return (getenv("WEBFETCH_ALLOW_PRIVATE") or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_COMPAT = ipaddress.ip_network("::/96")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, with the form's name: IPv4-mapped, IPv4-compatible,
+    6to4 (2002::/16), Teredo (2001::/32: server and client), NAT64 (64:ff9b::/96 and 64:ff9b:1::/48)."""
+    out: list[tuple[str, ipaddress.IPv4Address]] = []
+    low32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        out.append(("IPv4-mapped", ip.ipv4_mapped))
+    elif ip in _COMPAT and int(ip) > 1:
+        out.append(("IPv4-compatible", low32))
+    if ip.sixtofour is not None:
+        out.append(("6to4", ip.sixtofour))
+    if ip.teredo is not None:
+        out.extend([("Teredo server", ip.teredo[0]), ("Teredo client", ip.teredo[1])])
+    if ip in _NAT64 or ip in _NAT64_LOCAL:
+        out.append(("NAT64", low32))
+    return out
+
+
 def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why a resolved address may not be fetched, or None when it is a public address."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return address_refusal(ip.ipv4_mapped)
+    """Why a resolved address may not be fetched, or None when it is a public address. An IPv6 address
+    that carries an IPv4 one is judged by that address too (6to4 2002:7f00:1:: is 127.0.0.1)."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        for form, v4 in embedded_ipv4(ip):
+            why = address_refusal(v4)
+            if why:
+                return f"{why} ({form} form of {v4})"
+        if ip in _NAT64_LOCAL:
+            return "a local-use NAT64 address"
+        if ip in _NAT64:  # inside ::/8 (reserved), but it is the public IPv4 address just checked
+            return None
     text = str(ip)
     if text in METADATA_ADDRESSES:
         return "a cloud metadata address"
@@ -82,6 +127,24 @@ def address_refusal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | 
         return "a private network address"
     if ip.is_reserved or not ip.is_global:
         return "a reserved, non-public address"
+    return None
+
+
+_LEGACY_V4 = re.compile(r"(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]+|[0-9]+)){0,3}", re.I)
+
+
+def literal_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host literal names, the legacy IPv4 forms included (`2130706433`, `0x7f.1`,
+    `0177.0.0.1`: what inet_aton and so every resolver accepts), or None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        pass
+    if _LEGACY_V4.fullmatch(host):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
     return None
 
 
@@ -187,6 +250,7 @@ class FetchResult:
     truncated: bool
     charset: str | None
     redirects: list[str]
+    redirect_to: str | None = None  # a redirect to another host, not followed
 
 
 class WebFetchTool(Tool):
@@ -227,7 +291,9 @@ class WebFetchTool(Tool):
     read_only = True
 
     def permission_target(self, input: dict[str, Any]) -> tuple[str, str] | None:
-        return None
+        """The domain (tools/web_domains.py): the gate asks per domain, "always" stores the domain rule."""
+        target = domain_target(input.get("url"))
+        return ("domain", target) if target else None
 
     def describe(self, input: dict[str, Any]) -> str:
         url = input.get("url")
@@ -244,10 +310,7 @@ class WebFetchTool(Tool):
             why = hostname_refusal(host)
             if why:
                 raise UrlRefused(f"WebFetch refused {url}: {host} is {why}; only public web addresses can be fetched.")
-        try:
-            literal: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host.strip("[]"))
-        except ValueError:
-            literal = None
+        literal = literal_address(host)
         if literal is not None:
             addresses = [str(literal)]
         else:
@@ -282,8 +345,12 @@ class WebFetchTool(Tool):
                             f"WebFetch stopped at {current}: more than {self.max_redirects} redirects "
                             f"({' -> '.join([*redirects, current])})."
                         )
+                    target = urljoin(current, location)
+                    if not same_site(current, target):  # another domain: another question, asked by a new call
+                        return FetchResult(current, resp.status_code, resp.reason_phrase, "", b"", False, None,
+                                           redirects, redirect_to=target)
                     redirects.append(current)
-                    current = urljoin(current, location)
+                    current = target
                     continue
                 body = bytearray()
                 truncated = False
@@ -328,6 +395,8 @@ class WebFetchTool(Tool):
             except httpx.HTTPError as exc:
                 raise ToolError(f"WebFetch failed for {url}: {type(exc).__name__}: {exc or 'connection failed'}.") from None
         trace("webfetch.done", url=result.url, status=result.status, bytes=len(result.body), truncated=result.truncated)
+        if result.redirect_to is not None:
+            return ToolOutput(redirect_notice(result, input.get("prompt")))
         return self._render(result, input.get("prompt"))
 
     def _render(self, r: FetchResult, prompt: Any) -> ToolOutput:
