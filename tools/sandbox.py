@@ -175,15 +175,16 @@ class Wrapped:
     # not appear: removed after the command when it created them.
     forbidden: list[str] = field(default_factory=list)
 
+    def close_fds(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
     def release(self) -> list[str]:
         """Close the passed fds, drop the placeholders, remove forbidden paths the command created; returns
         the removed ones."""
-        for fd in self.pass_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.pass_fds = ()
+        self.close_fds()
         release_placeholders(self.placeholders)
         self.placeholders = []
         removed = [p for p in self.forbidden if os.path.lexists(p)]
@@ -237,6 +238,8 @@ class Sandbox:
     secret_names: frozenset[str] = frozenset()
     session_enabled: bool | None = None  # /sandbox: on/off for this session
     session_auto_allow: bool | None = None
+    # Commands share one long-lived sandbox (tools/sandbox_session.py); False: one bubblewrap per command.
+    reuse: bool = True
     _tmpdir: Path | None = None
 
     # -- state --
