@@ -10,7 +10,7 @@ from agent.context import SystemPromptBuilder
 from agent.deps import QueryDeps, production_deps
 from agent.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
-from services.config import Settings, agent_home, env_flag
+from services.config import Settings, agent_environ, agent_home, env_flag
 from services.models import context_window
 from services.settings import LOCAL_SETTINGS, MergedSettings
 from tools.mcp_tool import mcp_tools, sync_mcp_tools
@@ -131,7 +131,7 @@ def build_engine(
         max_turns=settings.max_turns,
         max_tokens=settings.max_tokens,
         system_prompt="",
-        compact=CompactOptions.from_env(model_window=context_window(settings.model)),
+        compact=CompactOptions.from_env(model_window=context_window(settings.model, agent_environ())),
         # Extended thinking (issue 17): MAX_THINKING_TOKENS, alwaysThinkingEnabled, --effort.
         thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
                               budget=settings.max_thinking_tokens),

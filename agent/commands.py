@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,7 +23,18 @@ from rich.text import Text
 from services.compact.autocompact import AutocompactContext, compact_now
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
-from services.models import model_warning, resolve_model
+from services.models import (
+    MOCK_MODEL,
+    is_known,
+    known_models_line,
+    learn,
+    lookup,
+    not_recognized,
+    safe_name,
+    today_utc,
+    wire_model,
+)
+from services.models import context_window as model_context_window
 
 Handler = Callable[["CommandContext", str], "CommandResult | None | Awaitable[CommandResult | None]"]
 Picker = Callable[[str, list[tuple[str, str]]], Awaitable[str | None]]
@@ -227,22 +237,72 @@ def cmd_cost(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({', '.join(models) or model})")
 
 
-def cmd_model(ctx: CommandContext, args: str) -> None:
+async def cmd_model(ctx: CommandContext, args: str) -> None:
+    """Show the model, or switch to another after checking it: a catalog name at once, any other
+    name only when the endpoint serves it (services/model_check.py); a typo is refused with the
+    list of known models. Retirement and remap notices are said in Claude Code's words."""
+    from services.config import agent_environ
+    from services.models import legacy_target, model_notices, resolve_model, today_utc
+
     engine = ctx.engine
+    today = today_utc()
     if not args:
-        ctx.say(f"Model: {engine.config.model}")
+        ctx.say(f"Current model: {describe_model(engine.config.model)}")
+        ctx.say(known_models_line(today), "dim")
         return
-    name = resolve_model(args.split()[0])
-    warning = model_warning(name, custom_endpoint=bool(os.environ.get("ANTHROPIC_BASE_URL")))
-    if warning and not os.environ.get("ANTHROPIC_BASE_URL"):
-        ctx.say(warning, "red")  # on the Anthropic API an unknown id would only fail at the next call
+    env = agent_environ()
+    requested = resolve_model(args.split()[0], env)
+    if not is_known(requested) and not await _endpoint_serves(ctx, requested):
         return
-    engine.config.model = name
+    _switch_model(ctx, legacy_target(requested, env) or requested)
+    for notice in model_notices(requested, today, env):
+        ctx.say(notice, "yellow")
+    ctx.say(f"Set model to {describe_model(engine.config.model)}")
+
+
+def describe_model(model: str) -> str:
+    known = lookup(model)
+    shown = safe_name(model)  # a name from a settings file or the prompt: id characters only
+    return f"{known.display_name} ({shown})" if known is not None and known.display_name else shown
+
+
+async def _endpoint_serves(ctx: CommandContext, model: str) -> bool:
+    """Asks the endpoint about a name outside the catalog; says why when it is refused."""
+    from services.model_check import check_model
+
+    today = today_utc()
+    offline = getattr(getattr(ctx.opts, "settings", None), "mock", False) is True
+    if offline or ctx.engine.config.model == MOCK_MODEL:  # the offline model has no endpoint to ask
+        ctx.say(not_recognized(model, today), "red")
+        ctx.say(known_models_line(today), "dim")
+        return False
+    from agent.model.anthropic import check_client
+
+    wire, _ = wire_model(model)
+    async with check_client() as client:
+        result = await check_model(client, wire)
+    if result.verdict == "not_served":
+        ctx.say(not_recognized(model, today), "red")
+        ctx.say(known_models_line(today), "dim")
+        return False
+    if result.verdict == "unknown":
+        ctx.say(f"Could not check {safe_name(model)} against the endpoint ({result.detail}); using it as given.",
+                "yellow")
+    elif result.window or result.max_tokens:  # the Models API's limits; a probe tells none (window assumed)
+        learn(model, result.window, result.max_tokens)
+    return True
+
+
+def _switch_model(ctx: CommandContext, model: str) -> None:
+    """The engine's model, and the window-derived compaction thresholds with it."""
+    from services.compact.options import CompactOptions
+    from services.config import agent_environ
+
+    engine = ctx.engine
+    engine.config.model = model
+    engine.config.compact = CompactOptions.from_env(model_window=model_context_window(model, agent_environ()))
     if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
-        ctx.opts.settings.model = engine.config.model
-    if warning:
-        ctx.say(warning, "yellow")
-    ctx.say(f"Model set to {engine.config.model}.")
+        ctx.opts.settings.model = model
 
 
 def cmd_permissions(ctx: CommandContext, args: str) -> None:
@@ -276,7 +336,10 @@ def cmd_status(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Session: {engine.session_id}")
     ctx.say(f"Transcript: {engine.paths.transcript}")
     ctx.say(f"Working directory: {ctx.cwd}")
-    ctx.say(f"Model: {engine.config.model}")
+    ctx.say(f"Model: {describe_model(engine.config.model)}")
+    from services.thinking import describe
+
+    ctx.say(f"Thinking: {describe(engine.config.model, getattr(engine.config, 'thinking', None))}")
     ctx.say(f"Permission mode: {engine.gate.mode}")
     ctx.say(f"Messages: {len(engine.messages)}")
     ctx.say(f"ctx ~{context_percent(engine)}%")

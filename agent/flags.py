@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     a("--verbose", action="store_true", help="stream-json needs it; text mode also shows tool lines on stderr")
     a("-d", "--debug", nargs="?", const="all", default=None, metavar="FILTER",
       help="debug mode: tracebacks and TRACE lines on stderr")
-    a("--model", help="model id or alias (sonnet, opus, haiku); default ANTHROPIC_MODEL")
+    a("--model", help="model id or alias (opus, sonnet, haiku, fable, default); default: ANTHROPIC_MODEL, "
+                      "the model setting, else the `default` alias (Claude Code's default)")
     a("--fallback-model", help="model(s) to use when the main one is overloaded (comma-separated)")
     a("--max-turns", type=_positive_int, help="model calls per task (default 100)")
     a("--max-budget-usd", type=_positive_float, help="stop when the session's cost reaches this (one-shot)")

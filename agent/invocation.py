@@ -48,6 +48,23 @@ class Invocation:
         return self.app.settings
 
 
+def _chosen_model(flag: str | None, setting: str | None, from_env: str) -> tuple[str, list[str]]:
+    """The model to use and the lines to say about it: `--model`, else ANTHROPIC_MODEL (already in
+    `from_env`, with the default alias under it), else the `model` setting. A legacy Opus id becomes
+    the latest Opus, as Claude Code remaps it."""
+    from services.config import agent_environ, getenv
+    from services.models import legacy_target, model_notices, resolve_model, today_utc
+
+    env = agent_environ()
+    requested = from_env
+    if flag:
+        requested = resolve_model(flag, env)
+    elif setting and not getenv("ANTHROPIC_MODEL"):
+        requested = resolve_model(setting, env)
+    notices = model_notices(requested, today_utc(), env)
+    return legacy_target(requested, env) or requested, notices
+
+
 def _read_text_file(flag: str, path: str) -> str:
     try:
         return Path(path).expanduser().read_text(encoding="utf-8")
@@ -104,7 +121,7 @@ def _setting_sources(ns: argparse.Namespace) -> list[str] | None:
 
 def build_invocation(ns: argparse.Namespace) -> Invocation:
     from agent.app import load_boundary
-    from services.config import ConfigError, Settings, agent_home, getenv, has_credentials
+    from services.config import ConfigError, Settings, agent_home, has_credentials
     from services.trust import is_trusted
 
     if ns.output_format == "stream-json" and ns.print_mode and not ns.verbose:
@@ -161,12 +178,8 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     merged = boundary.merged
-    from services.models import resolve_model
-
-    if ns.model:
-        settings.model = resolve_model(ns.model)
-    elif merged is not None and merged.model and not getenv("ANTHROPIC_MODEL"):
-        settings.model = resolve_model(merged.model)
+    settings.model, notices = _chosen_model(ns.model, merged.model if merged is not None else None,
+                                            settings.model)
     if ns.max_turns:
         settings.max_turns = ns.max_turns
     # Thinking (issue 17): --effort, and Claude Code's hidden --thinking / --max-thinking-tokens.
@@ -179,6 +192,9 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         from services.models import MOCK_MODEL
 
         settings.model = MOCK_MODEL  # the offline model reports itself, and costs nothing
+    else:
+        for line in notices:  # retired, retiring, remapped or unknown: said once, at start
+            sys.stderr.write(line + "\n")
 
     if not interactive and not text and ns.input_format == "text":
         text = "" if sys.stdin.isatty() else sys.stdin.read().strip()

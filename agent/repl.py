@@ -439,6 +439,14 @@ class Repl:
         self.engine.gate.mode = order[(order.index(mode) + 1) % len(order)] if mode in order else "default"
         self.refresh_status_line()
 
+    def toggle_thinking(self) -> None:
+        """Alt+T: thinking off (or back on) for the rest of the session; the next request follows."""
+        from services.thinking import ThinkingOptions, describe
+
+        config = self.engine.config
+        config.thinking = (config.thinking or ThinkingOptions()).toggled()
+        self.say(f"Thinking: {describe(config.model, config.thinking)}", "dim")
+
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
 

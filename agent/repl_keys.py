@@ -100,6 +100,8 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
         repl.cycle_mode()
         event.app.invalidate()
 
+    _thinking_key(kb, repl, free)
+
     @kb.add("c-c", filter=free)
     def _ctrl_c(event: Any) -> None:
         repl.on_ctrl_c()
@@ -125,3 +127,10 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
         repl.paste_text(event.current_buffer, event.data)
 
     return kb
+
+
+def _thinking_key(kb: KeyBindings, repl: Any, free: Any) -> None:
+    @kb.add("escape", "t", filter=free)
+    def _thinking(event: Any) -> None:  # Alt+T (Meta+T): thinking on/off for the session, Claude Code's key
+        repl.toggle_thinking()
+        event.app.invalidate()

@@ -175,13 +175,16 @@ def status_payload(engine: Any, cwd: Path, cost_usd: float, context_tokens: int,
     """What Claude Code gives a status line command on stdin."""
     import time
 
+    from services.models import lookup
+
     model = engine.config.model
+    known = lookup(model)
     return {
         "hook_event_name": "Status",
         "session_id": engine.session_id,
         "transcript_path": str(engine.paths.transcript),
         "cwd": str(cwd),
-        "model": {"id": model, "display_name": model},
+        "model": {"id": model, "display_name": known.display_name if known and known.display_name else model},
         "workspace": {"current_dir": str(cwd), "project_dir": str(cwd)},
         "version": version,
         "output_style": {"name": "default"},

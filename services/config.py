@@ -11,10 +11,11 @@ import os
 import re
 from collections import ChainMap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+# An alias, never an id: the catalog (services/models.py) says what it is today, so it cannot go stale.
+DEFAULT_MODEL = "default"
 DEFAULT_MAX_TURNS = 100
 # 0: the model's default from the catalog (services/models.py), resolved per request, so that
 # `--model` and `/model` get their own model's output room.
@@ -36,6 +37,8 @@ AGENT_VARIABLES = (
     "AGENT_ECHO_TOOL", "AGENT_MAX_DEPTH",
     "WEBFETCH_ALLOW_PRIVATE", "WEB_SEARCH_ADAPTER", "BRAVE_API_KEY", "TAVILY_API_KEY", "SPILL_MAX_AGE_DAYS",
     "MAX_THINKING_TOKENS", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "AGENT_SERVER_TOOLS", "AGENT_SANDBOX",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "CLAUDE_CODE_MAX_CONTEXT_TOKENS", "CLAUDE_CODE_DISABLE_LEGACY_MODEL_REMAP",
 )
 # Never taken from a project file, even a trusted one: where state lives is the user's choice.
 _NOT_FROM_DOTENV = ("AGENT_HOME", "AGENT_SANDBOX")  # AGENT_SANDBOX: only the user turns the sandbox off
@@ -128,9 +131,15 @@ def project_dir(cwd: Path) -> Path:
     return agent_home() / "projects" / project_slug(cwd)
 
 
+def _default_model() -> str:
+    from services.models import resolve_model
+
+    return resolve_model(DEFAULT_MODEL, agent_environ())
+
+
 @dataclass
 class Settings:
-    model: str = DEFAULT_MODEL
+    model: str = field(default_factory=_default_model)
     max_turns: int = DEFAULT_MAX_TURNS
     max_tokens: int = DEFAULT_MAX_TOKENS
     mock: bool = False
@@ -145,7 +154,7 @@ class Settings:
         # Claude Code's name for the output limit; checked here so a bad value names the variable.
         env_int("CLAUDE_CODE_MAX_OUTPUT_TOKENS", 0, minimum=1)
         return cls(
-            model=resolve_model(getenv("ANTHROPIC_MODEL") or DEFAULT_MODEL),
+            model=resolve_model(getenv("ANTHROPIC_MODEL") or DEFAULT_MODEL, agent_environ()),
             max_turns=env_int("MAX_TURNS", DEFAULT_MAX_TURNS, minimum=1),
             max_tokens=env_int("MAX_TOKENS", DEFAULT_MAX_TOKENS, minimum=1),
             mock=getenv("QUERY_MOCK") == "1",

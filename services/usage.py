@@ -8,20 +8,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from services.models import LONG_CONTEXT_THRESHOLD, price
+from services.models import price
 
 _KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def request_cost(model: str, usage: dict[str, int]) -> float:
-    """USD for one response's usage on `model` (long-context rates when its input passed 200K)."""
+    """USD for one response's usage on `model` (long-context rates when its input passed the price's threshold)."""
     p = price(model)
     inp = int(usage.get("input_tokens", 0) or 0)
     out = int(usage.get("output_tokens", 0) or 0)
     write = int(usage.get("cache_creation_input_tokens", 0) or 0)
     read = int(usage.get("cache_read_input_tokens", 0) or 0)
     in_rate, out_rate, scale = p.input, p.output, 1.0
-    if p.long_input is not None and inp + write + read > LONG_CONTEXT_THRESHOLD:
+    if p.long_input is not None and inp + write + read > p.long_above:
         scale = p.long_input / p.input if p.input else 1.0
         in_rate, out_rate = p.long_input, p.long_output or p.output
     return (inp * in_rate + write * p.cache_write * scale + read * p.cache_read * scale + out * out_rate) / 1_000_000

@@ -13,7 +13,10 @@ cut mid-stream), `json_reply(...)` (a JSON body, not SSE, answering the stream r
 and tool_use, a reply can hold the rest of the protocol's blocks: `thinking_block` (thinking_delta then
 signature_delta), `redacted_thinking_block`, `server_tool_block` (server_tool_use, input streamed as
 input_json_delta), `whole_block` (e.g. web_search_tool_result, sent complete in content_block_start),
-and text with `citations` (each a citations_delta after the text). `stop_reason=` sets any stop reason. POST /v1/messages/count_tokens answers without consuming a step. A request that finds
+and text with `citations` (each a citations_delta after the text). `stop_reason=` sets any stop reason. POST /v1/messages/count_tokens answers without consuming a step.
+`serve_models({...})` turns on the Models API (GET /v1/models, GET /v1/models/{id}: the listed ids, 404
+`not_found_error` for any other); without it every GET is a bare 404, as from a gateway without one.
+GETs are kept in `get_requests`. A request that finds
 no step left is answered 500 and recorded as unexpected; `check()` (run by the fixture at teardown)
 fails on unexpected requests and on unconsumed steps.
 """
@@ -24,6 +27,7 @@ import itertools
 import json
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -130,6 +134,8 @@ class FakeAnthropic:
         self.steps: list[Step] = []
         self.requests: list[Recorded] = []
         self.count_tokens_requests: list[Recorded] = []
+        self.get_requests: list[Recorded] = []
+        self.models: dict[str, dict[str, Any]] | None = None  # id -> extra fields (max_input_tokens, ...)
         self.unexpected: list[Recorded] = []
         self.gate_timed_out = False
         self._lock = threading.Lock()
@@ -146,9 +152,7 @@ class FakeAnthropic:
                 fake._handle(self)
 
             def do_GET(self) -> None:  # noqa: N802
-                self.send_response(404)
-                self.send_header("content-length", "0")
-                self.end_headers()
+                fake._get(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -216,7 +220,38 @@ class FakeAnthropic:
         index = len(blocks) - 1 if in_block is None else in_block
         return self.add(Step("stream", blocks=blocks, drop_in_block=index, clean_eof=clean_eof))
 
+    def serve_models(self, models: dict[str, dict[str, Any]]) -> None:
+        """Answer the Models API for these ids (each with extra fields such as max_input_tokens)."""
+        self.models = dict(models)
+
+    def _model_object(self, model_id: str) -> dict[str, Any]:
+        extra = (self.models or {}).get(model_id, {})
+        return {"type": "model", "id": model_id, "display_name": model_id,
+                "created_at": "2026-01-01T00:00:00Z", **extra}
+
     # -- serving --------------------------------------------------------------------------------
+    def _get(self, h: BaseHTTPRequestHandler) -> None:
+        rec = Recorded(h.path.split("?")[0], {k.lower(): v for k, v in h.headers.items()}, None)
+        with self._lock:
+            self.get_requests.append(rec)
+        if self.models is None or not rec.path.startswith("/v1/models"):
+            h.send_response(404)
+            h.send_header("content-length", "0")
+            h.end_headers()
+            return
+        if not self._authorized(rec.headers):
+            self._json(h, 401, {"type": "error", "error": {"type": "authentication_error", "message": "missing credentials"}})
+            return
+        wanted = urllib.parse.unquote(rec.path[len("/v1/models"):].strip("/"))
+        if not wanted:
+            data = [self._model_object(m) for m in self.models]
+            self._json(h, 200, {"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                                "last_id": data[-1]["id"] if data else None})
+        elif wanted in self.models:
+            self._json(h, 200, self._model_object(wanted))
+        else:
+            self._json(h, 404, {"type": "error", "error": {"type": "not_found_error", "message": f"model: {wanted}"}})
+
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         length = int(h.headers.get("content-length") or 0)
         raw = h.rfile.read(length) if length else b""

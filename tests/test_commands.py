@@ -22,7 +22,10 @@ from services.messages import assistant_message, text_block, user_message
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from services import models
+
     monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(models, "_learned", {})  # limits /model learns last for the process only
     proj = tmp_path / "proj"
     proj.mkdir()
 
@@ -92,23 +95,68 @@ async def test_exit_and_quit(env) -> None:
 async def test_model_show_and_set(env) -> None:
     ctx, buf = env()
     await ctx.router.dispatch("/model", ctx)
-    assert "Model: claude-sonnet-4-5" in buf.getvalue()
+    assert "Current model: Sonnet 4.5 (claude-sonnet-4-5)" in buf.getvalue()
+    assert "Known models: opus, sonnet, haiku" in buf.getvalue()
     await ctx.router.dispatch("/model claude-haiku-4-5", ctx)
     assert ctx.engine.config.model == "claude-haiku-4-5"
     assert ctx.opts.settings.model == "claude-haiku-4-5"
+    assert "Set model to Haiku 4.5 (claude-haiku-4-5)" in buf.getvalue()
 
 
-async def test_model_aliases_and_unknown_ids(env, monkeypatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+async def test_model_aliases_retirement_and_the_window_that_follows(env, monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_DEFAULT_OPUS_MODEL", raising=False)
+    monkeypatch.delenv("CONTEXT_WINDOW_TOKENS", raising=False)
     ctx, buf = env()
+    assert ctx.engine.config.compact.context_window_tokens == 200_000  # Sonnet 4.5's window
     await ctx.router.dispatch("/model opus", ctx)
     assert ctx.engine.config.model == "claude-opus-5-5"
-    await ctx.router.dispatch("/model claude-sonet-4", ctx)  # a typo on the Anthropic API: refused
-    assert ctx.engine.config.model == "claude-opus-5-5" and "Unknown model 'claude-sonet-4'" in buf.getvalue()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-    await ctx.router.dispatch("/model my-gateway-model", ctx)  # a custom endpoint may serve anything
-    assert ctx.engine.config.model == "my-gateway-model" and "custom endpoint" in buf.getvalue()
+    assert ctx.engine.config.compact.context_window_tokens == 1_000_000
+    await ctx.router.dispatch("/model claude-sonnet-4-5", ctx)  # retired: said, and still taken
+    assert ctx.engine.config.model == "claude-sonnet-4-5"
+    out = buf.getvalue()
+    assert out.count("⚠ Claude Sonnet 4.5 was retired on November 30, 2026. Consider switching to a newer "
+                     "model.") == 1
+
+
+async def test_model_outside_the_catalog_is_checked_against_the_endpoint(env, fake_env) -> None:
+    fake_env.serve_models({"my-gateway-model": {"max_input_tokens": 300_000, "max_tokens": 16_000}})
+    ctx, buf = env()
+    await ctx.router.dispatch("/model claude-opuss-5-5", ctx)  # a typo: the Models API does not list it
+    assert ctx.engine.config.model == "claude-sonnet-4-5"
+    assert ("Model \"claude-opuss-5-5\" is not a recognized model id. Did you mean 'claude-opus-5-5'?"
+            in buf.getvalue())
+    assert "Known models:" in buf.getvalue()
+    await ctx.router.dispatch("/model my-gateway-model", ctx)  # the gateway's own name, with its limits
+    assert ctx.engine.config.model == "my-gateway-model"
+    assert ctx.engine.config.compact.context_window_tokens == 300_000
+    from services.models import default_max_tokens
+
+    assert default_max_tokens("my-gateway-model", {}) == 16_000
+    assert [r.path for r in fake_env.get_requests] == ["/v1/models/claude-opuss-5-5", "/v1/models",
+                                                        "/v1/models/my-gateway-model"]
+    assert fake_env.requests == []  # no model call was spent on the check
+
+
+async def test_model_check_probes_an_endpoint_without_a_models_api(env, fake_env) -> None:
+    fake_env.http_error(404, "not_found_error", "model: no-such-model")
+    fake_env.text("")  # the probe for a name the endpoint serves
+    ctx, buf = env()
+    await ctx.router.dispatch("/model no-such-model", ctx)
+    assert ctx.engine.config.model == "claude-sonnet-4-5" and "is not a recognized model id" in buf.getvalue()
+    await ctx.router.dispatch("/model gw-llama", ctx)
+    assert ctx.engine.config.model == "gw-llama"
+    probe = fake_env.requests[-1].body
+    assert probe["model"] == "gw-llama" and probe["max_tokens"] == 1
+    assert "doesn't recognize the model \"gw-llama\"" in buf.getvalue()  # the window is still assumed
+
+
+async def test_model_check_that_cannot_tell_takes_the_name_with_a_caution(env, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # nothing listens
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    ctx, buf = env()
+    await ctx.router.dispatch("/model unreachable-gw-model", ctx)
+    assert ctx.engine.config.model == "unreachable-gw-model"
+    assert "Could not check unreachable-gw-model against the endpoint" in buf.getvalue()
 
 
 async def test_permissions_show_and_switch(env) -> None:

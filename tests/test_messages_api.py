@@ -62,8 +62,9 @@ async def test_thinking_budget_request_and_blocks_round_trip_byte_identical(fake
     events, terminal = await turn(e, "echo hi")
     assert terminal.reason == "completed" and echo.calls == [{"message": "hi"}]
     first, second = fake_env.requests
-    assert first.body["thinking"] == {"type": "enabled", "budget_tokens": 8000}
+    assert first.body["thinking"] == {"type": "enabled", "budget_tokens": 8000, "display": "omitted"}
     assert first.body["max_tokens"] > 8000
+    assert first.body["context_management"] == {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
     assert "interleaved-thinking-2025-05-14" in first.headers.get("anthropic-beta", "")
     # The first reply goes back exactly as it came: thinking with its signature, then text and call.
     assert assistant_blocks(fake_env, 1)[0] == [
@@ -86,13 +87,19 @@ async def test_adaptive_model_gets_adaptive_thinking_and_effort(fake_env, workdi
     _, terminal = await turn(e, "hi")
     assert terminal.reason == "completed"
     body = fake_env.requests[0].body
-    assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "high"}
+    assert body["thinking"] == {"type": "adaptive", "display": "omitted"} and body["output_config"] == {"effort": "high"}
+    assert "effort-2025-11-24" in fake_env.requests[0].headers.get("anthropic-beta", "")
 
 
-async def test_no_thinking_knob_sends_no_thinking(fake_env, workdir):
+async def test_thinking_is_on_by_default_and_the_off_switch_disables_it(fake_env, workdir):
     fake_env.text("ok")
+    fake_env.text("ok")
+    await turn(engine(workdir), "hi")  # no knob at all: on, as Claude Code sends it to this model
     await turn(engine(workdir, thinking=ThinkingOptions(budget=0)), "hi")
-    assert "thinking" not in fake_env.requests[0].body
+    on, off = (r.body for r in fake_env.requests)
+    assert on["thinking"] == {"type": "enabled", "budget_tokens": 31_999, "display": "omitted"}
+    assert on["max_tokens"] == 32_000 and "context_management" in on
+    assert off["thinking"] == {"type": "disabled"} and "context_management" not in off
 
 
 # -- server tools, citations, pause_turn ----------------------------------------------------------------
@@ -305,7 +312,7 @@ async def test_a_thinking_session_runs_a_multi_tool_task_with_byte_identical_rou
             for block in blocks:
                 if block["type"] != "tool_use":
                     assert json.dumps(block["signature" if "signature" in block else "data"]) in raw
-        assert request.body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+        assert request.body["thinking"] == {"type": "enabled", "budget_tokens": 2048, "display": "omitted"}
 
 
 def test_the_renderer_shows_thinking_dimmed_apart_and_collapsed():

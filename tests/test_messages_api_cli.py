@@ -39,7 +39,8 @@ def max_tokens_text(fake: FakeAnthropic):
 def max_tokens_tool_twice(fake: FakeAnthropic):
     for _ in range(2):
         fake.reply("Writing.", tool_block("Echo", raw_json='{"message": "a long fi'), stop_reason="max_tokens")
-    return ["write it"], {}
+    # A model whose default max_tokens (32000) is below its maximum (64000): the retry has room to grow.
+    return ["--model", "claude-haiku-4-5", "write it"], {}
 
 
 @scenario("dropped_then_whole")
@@ -59,7 +60,7 @@ def dropped_partial(fake: FakeAnthropic):
 @scenario("thinking", formats=("text", "json"))
 def thinking(fake: FakeAnthropic):
     fake.reply(thinking_block("secret plan", "sig-1"), "Visible answer.")
-    return ["think"], {"MAX_THINKING_TOKENS": "4000"}
+    return ["--model", "claude-haiku-4-5", "think"], {"MAX_THINKING_TOKENS": "4000"}  # a budget-thinking model
 
 
 @scenario("output_env", formats=("text",))
@@ -185,7 +186,8 @@ def test_thinking_is_requested_and_omitted_from_text(batch, fmt):
     r, fake = run_of(batch, f"thinking-{fmt}")
     assert r.code == 0, r.stderr
     body = fake.requests[0].body
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": 4000} and body["max_tokens"] > 4000
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 4000, "display": "omitted"}
+    assert body["max_tokens"] > 4000
     assert "secret plan" not in r.stdout
     if fmt == "text":
         assert r.stdout == "Visible answer.\n"
@@ -243,7 +245,7 @@ def test_repl_retries_a_dropped_attempt_and_shows_thinking(cli, fake_anthropic):
 
     fake_anthropic.drop("Partial words that will be dropped soon")
     fake_anthropic.reply(thinking_block("pondering the question", "sig-r"), "Final words.")
-    child = spawn(cli, MAX_THINKING_TOKENS="2000")
+    child = spawn(cli, "--model", "claude-haiku-4-5", MAX_THINKING_TOKENS="2000")  # a budget-thinking model
     run_line(child, "go", "pondering the question", "Final words.")
     child.send("\x04")
     assert finish(child) == 0

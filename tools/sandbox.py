@@ -203,7 +203,8 @@ def is_excluded(command: str, patterns: list[str]) -> bool:
     nothing in the line is a `cd`, a redirection to a file or something the parse cannot prove."""
     if not patterns:
         return False
-    from tools.bash_parse import parse_command, rule_matches
+    from tools.bash_parse import parse_command
+    from tools.bash_rules import rule_matches
 
     parsed = parse_command(command)
     if parsed.problems or parsed.writes or not parsed.commands:

@@ -30,8 +30,10 @@ from services.model_types import (
     TextDelta,
     ThinkingDelta,
 )
+from services.models import wire_model
 from services.scrub import scrub
 from services.server_tools import betas_for
+from services.thinking import request_extras
 from services.trace import trace
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -40,7 +42,6 @@ INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
 # The SDK obeys any retry-after (up to days); a user at a terminal should never wait that long.
 MAX_RETRY_AFTER = 60.0
-INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 
 
 def request_metadata() -> dict[str, Any]:
@@ -188,6 +189,13 @@ class _Accumulator:
                              stop_details=self.stop_details)
 
 
+def check_client(timeout: float = 15.0) -> Any:
+    """A client for /model's questions to the endpoint (Models API, probe): no retries, a short timeout."""
+    import anthropic  # noqa: PLC0415
+
+    return anthropic.AsyncAnthropic(max_retries=0, timeout=timeout, **client_options())
+
+
 class AnthropicModel:
     """`call_model` for the real API. One client per process, created on first use."""
 
@@ -260,8 +268,10 @@ class AnthropicModel:
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
         system, tools, messages = _cache_marked(request)
+        # `[1m]` is ours to read, never the API's: the bare id, with the context-1m beta when needed.
+        model, model_betas = wire_model(request.model)
         kwargs: dict[str, Any] = {
-            "model": request.model,
+            "model": model,
             "max_tokens": request.max_tokens,
             "messages": messages,
             "stream": True,
@@ -274,12 +284,15 @@ class AnthropicModel:
         kwargs["metadata"] = meta["metadata"]
         # One anthropic-beta header: --betas, ANTHROPIC_BETAS, the server tools' and thinking's own.
         named = meta.get("extra_headers", {}).get("anthropic-beta", "")
-        betas = [*self.betas, *[b for b in named.split(",") if b], *betas_for(tools)]
+        betas = [*self.betas, *[b for b in named.split(",") if b], *betas_for(tools), *model_betas]
         if request.thinking:
             kwargs["thinking"] = request.thinking
-            if request.thinking.get("type") == "enabled" and tools:
-                # Thinking between tool calls (adaptive thinking interleaves without the header).
-                betas.append(INTERLEAVED_THINKING_BETA)
+        # What goes with thinking, as Claude Code sends it: thinking kept whole across turns while it is
+        # on (context_management, which this SDK version does not name), and the betas.
+        context_management, thinking_betas = request_extras(request.thinking, request.output_config)
+        if context_management:
+            kwargs["extra_body"] = {"context_management": context_management}
+        betas += thinking_betas
         if betas:
             kwargs["extra_headers"] = {"anthropic-beta": ",".join(dict.fromkeys(betas))}
         if request.output_config:

@@ -104,9 +104,9 @@ def test_budget_schema_and_fallback(cli: CliRunner, fake_anthropic: FakeAnthropi
     assert "JSON Schema" in fake_anthropic.requests[-1].body["system"][0]["text"]
     fake_anthropic.http_error(529, "overloaded_error", "Overloaded")
     fake_anthropic.text("from the fallback")
-    r = cli("-p", "hi", "--model", "claude-opus-4-1", "--fallback-model", "claude-haiku-4-5", API_MAX_RETRIES="0")
+    r = cli("-p", "hi", "--model", "claude-opus-4-8", "--fallback-model", "claude-haiku-4-5", API_MAX_RETRIES="0")
     assert r.code == 0 and r.stdout == "from the fallback\n", r.stderr
-    assert [q.body["model"] for q in fake_anthropic.requests[-2:]] == ["claude-opus-4-1", "claude-haiku-4-5"]
+    assert [q.body["model"] for q in fake_anthropic.requests[-2:]] == ["claude-opus-4-8", "claude-haiku-4-5"]
 
 
 def test_mcp_config_inline_and_strict(cli: CliRunner, fake_anthropic: FakeAnthropic, workdir: Path) -> None:
