@@ -222,7 +222,7 @@ class BashTool(Tool):
             try:
                 return await start_command(self.sandbox, argv, cwd, env, token)
             except SessionUnavailable:
-                self.sandbox.reuse = False  # a sandbox per command from now on: still contained
+                pass  # this command gets a bubblewrap of its own: as contained, only slower
         # The cwd file is the one path outside the writable roots the sandboxed shell may write.
         launch = sandboxed_argv(self.sandbox, argv, cwd, env, input["command"], input, (cwd_file,))
         try:

@@ -125,20 +125,33 @@ def _make_placeholder(path: Path, kind: str) -> bool:
     """Take (or share) an empty placeholder at `path`; False when something real is there already."""
     key = str(path)
     with _placeholder_lock:
-        if key in _placeholders:
-            _placeholders[key][0] += 1
+        entry = _placeholders.get(key)
+        if entry is not None:
+            try:
+                if os.lstat(path).st_ino != entry[1]:
+                    return False  # replaced on the host by something real: bound as it is
+            except OSError:
+                # Removed on the host while held (a long-lived sandbox): made again, still shared.
+                if not _create(path, kind):
+                    return False
+                entry[1] = os.lstat(path).st_ino
+            entry[0] += 1
             return True
-        if os.path.lexists(path):
+        if os.path.lexists(path) or not _create(path, kind):
             return False
-        try:
-            if kind == "dir":
-                path.mkdir(mode=0o755)
-            else:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
-            _placeholders[key] = [1, os.lstat(path).st_ino]
-            return True
-        except OSError:
-            return False
+        _placeholders[key] = [1, os.lstat(path).st_ino]
+        return True
+
+
+def _create(path: Path, kind: str) -> bool:
+    try:
+        if kind == "dir":
+            path.mkdir(mode=0o755)
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        return True
+    except OSError:
+        return False
 
 
 def release_placeholders(paths: Iterable[str]) -> None:

@@ -39,6 +39,7 @@ from tools.sandbox import Sandbox, Wrapped
 
 IDLE_STOP_S = 30.0
 START_TIMEOUT_S = 10.0
+MAX_START_FAILURES = 3
 SOURCE_PATH = Path(__file__).with_name("sandbox_supervisor.py")
 GONE = ("the sandbox's supervisor ended while the command ran (a command killed it, or bubblewrap failed); "
         "the next command starts a new sandbox")
@@ -230,6 +231,7 @@ def _settle(p: _Pending, code: int | None) -> None:
 
 _lock = threading.Lock()
 _sessions: dict[int, SandboxSession] = {}  # id(Sandbox) -> its running session
+_failures: dict[int, int] = {}  # id(Sandbox) -> sandboxes that would not start
 _live: set[SandboxSession] = set()  # every session not stopped yet, retired ones included (for exit)
 
 DUMMY = ["/bin/true"]
@@ -253,6 +255,12 @@ def session_for(sandbox: Sandbox, env: dict[str, str]) -> tuple[SandboxSession, 
         current.retire()  # commands still running in it finish there
     try:
         fresh = SandboxSession(key, sandbox.wrap(list(DUMMY), sandbox.project_root, {}), len(DUMMY))
+    except SessionUnavailable:
+        spec.release()
+        _failures[id(sandbox)] = _failures.get(id(sandbox), 0) + 1
+        if _failures[id(sandbox)] >= MAX_START_FAILURES:
+            sandbox.reuse = False  # one bubblewrap per command from now on: as contained, only slower
+        raise
     except BaseException:
         spec.release()
         raise
