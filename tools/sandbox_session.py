@@ -10,10 +10,13 @@ the old sandbox is stopped and a new one started, so a command never runs in a s
 matches what a fresh one would be. The sandbox stops after `IDLE_STOP_S` without a command (its
 placeholders go with it) and when the agent exits; if it dies, the next command starts a new one.
 
-The supervisor is inside the boundary: a command can reach it only through its pid (it may kill it: its
-own and concurrent commands then fail with a clear error). Its socket is not reachable from a command (the
-supervisor is non-dumpable, so /proc/PID/fd and ptrace are closed to a process without capabilities), and
-the agent believes nothing it says beyond an exit code for a request id it issued (random, 128 bits).
+The supervisor is inside the boundary and holds nothing a command lacks: same namespaces, mounts, seccomp
+filter and (no) capabilities, so running something through it gains a command nothing. A command can
+reach it only through its pid: it may kill it (its own and concurrent commands then fail with a clear
+error and the next command starts a new sandbox). It cannot talk on its socket or forge an exit code: the
+supervisor is non-dumpable, so its fds cannot be opened through /proc/PID/fd and it cannot be ptraced by a
+process without capabilities; each command's exit code comes back on a pipe only the supervisor holds,
+and the agent takes nothing else from it (the output is the command's own, as without a sandbox).
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,21 +69,14 @@ def _identity(argv: list[str]) -> tuple[Any, ...]:
     return tuple(normal), tuple(stats)
 
 
-@dataclass
-class _Pending:
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[int]
-
-
 class SandboxSession:
-    """One running sandbox: the bubblewrap process, its supervisor's socket, the requests in flight."""
+    """One running sandbox: the bubblewrap process, its supervisor's socket, how many commands run in it."""
 
     def __init__(self, key: tuple[Any, ...], wrapped: Wrapped, dummy: int) -> None:
         self.key = key
         self._wrapped = wrapped
         self._lock = threading.Lock()
-        self._pending: dict[str, _Pending] = {}
-        self._ready = threading.Event()
+        self._running = 0
         self._wake = threading.Event()
         self._last = time.monotonic()
         self.alive = False
@@ -93,84 +88,60 @@ class SandboxSession:
         # The wrapped command line ends with the `dummy` placeholder argv: replaced by the supervisor's.
         argv = [*wrapped.argv[:-dummy], sys.executable, "-I", "-S", "-c", source, str(theirs.fileno())]
         try:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, start_new_session=True,
-                                          pass_fds=(*wrapped.pass_fds, theirs.fileno()), env={"PATH": "/usr/bin:/bin"})
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, pass_fds=(*wrapped.pass_fds, theirs.fileno()), env={"PATH": "/usr/bin:/bin"})
         except OSError as exc:
+            self._proc = None
             ours.close()
+            wrapped.release()
             raise SessionUnavailable(str(exc)) from None
         finally:
             theirs.close()
             wrapped.close_fds()
         self.alive = True
-        threading.Thread(target=self._read, name="sandbox-session", daemon=True).start()
-        if not self._ready.wait(START_TIMEOUT_S) or not self.alive:
+        try:
+            ours.settimeout(START_TIMEOUT_S)
+            ready = ours.recv(256)
+        except OSError:
+            ready = b""
+        if ready != b'{"ready": true}':
             self.stop()
             raise SessionUnavailable("the sandbox's supervisor did not start")
         threading.Thread(target=self._watch, name="sandbox-idle", daemon=True).start()
 
-    # -- the reader thread --
-    def _read(self) -> None:
-        while True:
-            try:
-                data = self._sock.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            try:
-                msg = json.loads(data)
-            except ValueError:
-                continue
-            if isinstance(msg, dict):
-                self._reply(msg)
-        with self._lock:
-            self.alive = False
-            pending, self._pending = self._pending, {}
-        self._ready.set()
-        self._wake.set()
-        for p in pending.values():
-            _settle(p, None)
-
-    def _reply(self, msg: dict[str, Any]) -> None:
-        if msg.get("ready") is True:
-            self._ready.set()
-            return
-        with self._lock:
-            p = self._pending.pop(str(msg.get("id")), None)
-        if p is not None:
-            code = msg.get("exit")
-            _settle(p, code if isinstance(code, int) and not isinstance(code, bool) else 126)
+    def usable(self) -> bool:
+        return self.alive and not self.retired and self._proc is not None and self._proc.poll() is None
 
     # -- requests --
-    def submit(self, argv: list[str], cwd: Path, env: dict[str, str], out_fd: int) -> tuple[str, asyncio.Future[int]]:
-        """Start a command (its stdout+stderr go to `out_fd`); returns its id and a future for its exit code."""
+    def submit(self, argv: list[str], cwd: Path, env: dict[str, str], out_fd: int, status_fd: int) -> str:
+        """Start a command: its stdout+stderr go to `out_fd`; the supervisor writes its exit code to
+        `status_fd` (which only the supervisor holds) and closes it. Returns the command's id."""
         rid = secrets.token_hex(16)
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[int] = loop.create_future()
         data = json.dumps({"op": "run", "id": rid, "argv": argv, "cwd": str(cwd), "env": env}).encode()
         with self._lock:
             if not self.alive:
                 raise SessionUnavailable("the sandbox has ended")
-            self._pending[rid] = _Pending(loop, future)
             try:
-                socket.send_fds(self._sock, [data], [out_fd])
+                socket.send_fds(self._sock, [data], [out_fd, status_fd])
             except OSError as exc:
-                del self._pending[rid]
+                self.alive = False  # the supervisor is gone (or the request is too large): a new one next time
+                self._wake.set()
                 raise SessionUnavailable(str(exc)) from None
-        return rid, future
+            self._running += 1
+        return rid
+
+    def finished(self) -> None:
+        """A command has ended: the idle clock restarts (a retired sandbox stops once nothing runs)."""
+        with self._lock:
+            self._running -= 1
+            self._last = time.monotonic()
+        self._wake.set()
 
     def signal(self, rid: str, sig: int, token: str) -> None:
         with contextlib.suppress(OSError), self._lock:
             if self.alive:
                 self._sock.send(json.dumps({"op": "kill", "id": rid, "sig": int(sig), "token": token}).encode())
-
-    def idle_later(self) -> None:
-        """A command has ended: the idle clock restarts (a retired sandbox stops once nothing runs)."""
-        with self._lock:
-            self._last = time.monotonic()
-        if self.retired:
-            self._wake.set()
 
     def _watch(self) -> None:
         """One thread per sandbox: stop it after IDLE_STOP_S with nothing running, or once retired and idle."""
@@ -179,13 +150,15 @@ class SandboxSession:
                 self.stop()  # the supervisor died: reap bubblewrap, release the placeholders
                 return
             with self._lock:
-                busy = bool(self._pending)
+                busy = self._running > 0
                 left = IDLE_STOP_S - (time.monotonic() - self._last)
             if not busy and (self.retired or left <= 0):
                 self.stop()
                 return
             self._wake.wait(max(left, 0.05) if not busy else IDLE_STOP_S)
             self._wake.clear()
+            if self._proc is not None and self._proc.poll() is not None:
+                self.alive = False
 
     def retire(self) -> None:
         """Replaced: no new command; stop now when idle, else when the last running one ends."""
@@ -216,19 +189,6 @@ class SandboxSession:
             _live.discard(self)
 
 
-def _settle(p: _Pending, code: int | None) -> None:
-    def done() -> None:
-        if p.future.done():
-            return
-        if code is None:
-            p.future.set_exception(SessionGone(GONE))
-        else:
-            p.future.set_result(code)
-
-    with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits any more
-        p.loop.call_soon_threadsafe(done)
-
-
 _lock = threading.Lock()
 _sessions: dict[int, SandboxSession] = {}  # id(Sandbox) -> its running session
 _failures: dict[int, int] = {}  # id(Sandbox) -> sandboxes that would not start
@@ -247,7 +207,7 @@ def session_for(sandbox: Sandbox, env: dict[str, str]) -> tuple[SandboxSession, 
     spec.close_fds()
     with _lock:
         current = _sessions.get(id(sandbox))
-        if current is not None and current.alive and current.key == key:
+        if current is not None and current.usable() and current.key == key:
             return current, spec
         if current is not None:
             del _sessions[id(sandbox)]
@@ -284,18 +244,17 @@ atexit.register(stop_all)
 class SessionCommand:
     """A command running in the session's sandbox, shaped like the subprocess the Bash tool waits on."""
 
-    def __init__(self, session: SandboxSession, rid: str, future: asyncio.Future[int], stdout: asyncio.StreamReader,
-                 token: str) -> None:
-        self.session, self.rid, self.future, self.stdout, self.token = session, rid, future, stdout, token
+    def __init__(self, session: SandboxSession, rid: str, exit_code: asyncio.Future[int],
+                 stdout: asyncio.StreamReader, token: str) -> None:
+        self.session, self.rid, self.exit_code, self.stdout, self.token = session, rid, exit_code, stdout, token
 
     @property
     def returncode(self) -> int | None:
-        if self.future.done() and not self.future.cancelled() and self.future.exception() is None:
-            return self.future.result()
-        return None
+        done = self.exit_code.done() and not self.exit_code.cancelled() and self.exit_code.exception() is None
+        return self.exit_code.result() if done else None
 
     async def wait(self) -> int:
-        return await asyncio.shield(self.future)
+        return await asyncio.shield(self.exit_code)
 
     def kill(self, sig: int) -> None:
         """The command's group, session, descendants and every process carrying its token."""
@@ -303,21 +262,46 @@ class SessionCommand:
         kill_marked(self.token, sig)
 
 
+async def _pipe_reader(fd: int) -> asyncio.StreamReader:
+    reader = asyncio.StreamReader(limit=2**20)
+    await asyncio.get_running_loop().connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                                       os.fdopen(fd, "rb", buffering=0))
+    return reader
+
+
+async def _exit_code(status: asyncio.StreamReader, session: SandboxSession) -> int:
+    """The exit code the supervisor writes when the command has ended; end of file first: it died."""
+    try:
+        data = await status.read(64)
+    finally:
+        session.finished()
+    try:
+        return int(data)
+    except ValueError:
+        session.alive = False  # the next command starts a new sandbox, even before bubblewrap has exited
+        raise SessionGone(GONE) from None
+
+
 async def start_command(sandbox: Sandbox, argv: list[str], cwd: Path, env: dict[str, str],
                         token: str) -> tuple[SessionCommand, Wrapped]:
-    """`argv` forked in the session's sandbox; its stdout and stderr interleaved on one pipe."""
-    session, spec = session_for(sandbox, env)
-    r, w = os.pipe()
-    try:
-        rid, future = session.submit(argv, cwd, env, w)
-    except BaseException:
-        os.close(r)
-        spec.release()
-        raise
-    finally:
-        os.close(w)
-    future.add_done_callback(lambda _: session.idle_later())
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**20)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(r, "rb", buffering=0))
-    return SessionCommand(session, rid, future, reader, token), spec
+    """`argv` started in the session's sandbox: stdout and stderr interleaved on one pipe, the exit code on
+    another that only the supervisor holds (a command cannot forge it)."""
+    for attempt in (1, 2):
+        session, spec = session_for(sandbox, env)
+        out_r, out_w = os.pipe()
+        st_r, st_w = os.pipe()
+        try:
+            rid = session.submit(argv, cwd, env, out_w, st_w)
+            break
+        except BaseException as exc:
+            os.close(out_r)
+            os.close(st_r)
+            spec.release()
+            if attempt == 2 or not isinstance(exc, SessionUnavailable):
+                raise  # a sandbox that just died is replaced once
+        finally:
+            os.close(out_w)
+            os.close(st_w)
+    stdout = await _pipe_reader(out_r)
+    exit_code = asyncio.ensure_future(_exit_code(await _pipe_reader(st_r), session))
+    return SessionCommand(session, rid, exit_code, stdout, token), spec

@@ -4,10 +4,11 @@ Run by bubblewrap as `python -I -S -c <this file>`: standard library only, nothi
 project. It talks to the agent over one inherited AF_UNIX SOCK_SEQPACKET socket (fd given as argv[1]; the
 sandbox's seccomp filter refuses creating Unix sockets, not using an inherited one). Messages are JSON:
 
-  agent -> supervisor  {"op": "run", "id", "argv", "cwd", "env"} + one fd (the command's stdout and stderr)
+  agent -> supervisor  {"op": "run", "id", "argv", "cwd", "env"} + two fds: the command's stdout and
+                       stderr, and a status pipe the supervisor alone keeps: when the command has ended it
+                       writes the exit code there (< 0: killed by that signal) and closes it
                        {"op": "kill", "id", "sig", "token"}
-  supervisor -> agent  {"ready": true} once, then {"id", "exit": rc} (rc < 0: killed by that signal)
-                       or {"id", "error": "..."} when the command could not start
+  supervisor -> agent  {"ready": true} once
 
 Each command is started (vfork+exec) in its own session with /dev/null as stdin, the requested cwd and
 environment, and none of the supervisor's fds.
@@ -90,7 +91,7 @@ def _kill(root: int, sig: int, token: str) -> None:
 class Supervisor:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.running: dict[str, subprocess.Popen[bytes]] = {}  # request id -> its command
+        self.running: dict[str, tuple[subprocess.Popen[bytes], int]] = {}  # id -> (command, its status fd)
 
     def request(self) -> None:
         try:
@@ -104,7 +105,7 @@ class Supervisor:
             if msg.get("op") == "run":
                 self.run(msg, fds)
             elif msg.get("op") == "kill" and msg.get("id") in self.running:
-                _kill(self.running[msg["id"]].pid, int(msg["sig"]), str(msg.get("token") or ""))
+                _kill(self.running[msg["id"]][0].pid, int(msg["sig"]), str(msg.get("token") or ""))
         finally:
             for fd in fds:
                 os.close(fd)
@@ -113,22 +114,33 @@ class Supervisor:
         """Start the command: vfork+exec (subprocess), its own session, stdin /dev/null, no fd of ours."""
         rid = str(msg["id"])
         argv, cwd, env = msg["argv"], msg["cwd"], msg["env"]
-        if not fds or not isinstance(argv, list) or not isinstance(cwd, str) or not isinstance(env, dict):
-            _send(self.sock, {"id": rid, "error": "malformed request"})
+        if len(fds) != 2 or not isinstance(argv, list) or not isinstance(cwd, str) or not isinstance(env, dict):
+            if len(fds) == 2:
+                os.write(fds[0], b"sandbox: malformed request\n")
+                _finish(os.dup(fds[1]), 126)
             return
+        status = os.dup(fds[1])  # kept (close-on-exec) until the command has ended
         try:
-            self.running[rid] = subprocess.Popen(
+            self.running[rid] = (subprocess.Popen(
                 [str(a) for a in argv], cwd=cwd, env={str(k): str(v) for k, v in env.items()},
-                stdin=subprocess.DEVNULL, stdout=fds[0], stderr=fds[0], start_new_session=True)
+                stdin=subprocess.DEVNULL, stdout=fds[0], stderr=fds[0], start_new_session=True), status)
         except OSError as exc:
             os.write(fds[0], f"sandbox: cannot run {argv[0]} in {cwd}: {exc.strerror}\n".encode())
-            _send(self.sock, {"id": rid, "exit": 127 if isinstance(exc, FileNotFoundError) else 126})
+            _finish(status, 127 if isinstance(exc, FileNotFoundError) else 126)
 
     def reap(self) -> None:
-        for rid, proc in list(self.running.items()):
+        for rid, (proc, status) in list(self.running.items()):
             if proc.poll() is not None:
                 del self.running[rid]
-                _send(self.sock, {"id": rid, "exit": proc.returncode})
+                _finish(status, proc.returncode)
+
+
+def _finish(status: int, code: int) -> None:
+    try:
+        os.write(status, str(code).encode())
+    except OSError:
+        pass  # nobody waits any more
+    os.close(status)
 
 
 def main() -> None:
