@@ -74,6 +74,8 @@ class Running(Protocol):
 
     def kill(self, sig: int) -> None: ...
 
+    def abandon(self) -> None: ...
+
 
 class _Spawned:
     """A subprocess we started (asyncio): killed as a whole tree by its session and token."""
@@ -92,6 +94,9 @@ class _Spawned:
 
     def kill(self, sig: int) -> None:
         kill_tree(self.proc.pid, self.token, sig)
+
+    def abandon(self) -> None:
+        pass  # a process of ours: reaped by asyncio whenever it ends
 
 
 def _kill_when_spawned(task: asyncio.Future) -> None:
@@ -275,6 +280,7 @@ async def _collect(proc: Running, timeout_ms: int) -> tuple[list[bytes], int, bo
             await asyncio.wait_for(asyncio.shield(both), 5)
         except TimeoutError:
             reader.cancel()
+            proc.abandon()  # no exit code after SIGKILL: whatever runs it is stuck
     except asyncio.CancelledError:
         # Abort (Ctrl-C): the loop cancelled us. Kill the whole tree now, then reap it.
         proc.kill(signal.SIGKILL)

@@ -261,6 +261,11 @@ class SessionCommand:
         self.session.signal(self.rid, sig, self.token)
         kill_marked(self.token, sig)
 
+    def abandon(self) -> None:
+        """Killed and still no exit code (a command stopped the supervisor, say): the sandbox is replaced."""
+        self.session.alive = False
+        self.session.retire()
+
 
 async def _pipe_reader(fd: int) -> asyncio.StreamReader:
     reader = asyncio.StreamReader(limit=2**20)

@@ -174,3 +174,13 @@ async def test_a_supervisor_that_will_not_start_falls_back_to_one_sandbox_per_co
         out = await tool.call({"command": f"echo x > {base}/o; echo rc=$?; echo in > made"}, ctx)
         assert "rc=1" in out.content and (ctx.project_root / "made").read_text() == "in\n"
     assert tool.sandbox.reuse is False and not (base / "o").exists()
+
+
+async def test_a_stopped_supervisor_is_replaced_after_the_timeout(box) -> None:
+    tool, ctx, _ = box
+    await tool.call({"command": "true"}, ctx)
+    first = _session(tool)
+    out = await tool.call({"command": "kill -STOP $PPID", "timeout": 500}, ctx)
+    assert out.is_error and "timed out" in out.content
+    out = await tool.call({"command": "echo fresh"}, ctx)
+    assert out.content == "fresh" and _session(tool) is not first
