@@ -184,3 +184,18 @@ async def test_a_stopped_supervisor_is_replaced_after_the_timeout(box) -> None:
     assert out.is_error and "timed out" in out.content
     out = await tool.call({"command": "echo fresh"}, ctx)
     assert out.content == "fresh" and _session(tool) is not first
+
+
+def test_through_the_cli_commands_share_the_sandbox_and_it_ends_with_the_agent(cli, workdir, fake_anthropic) -> None:
+    from tests.security.test_sandbox_cli import _run
+
+    (workdir / ".git" / "hooks").mkdir(parents=True)
+    before = sorted(p.name for p in workdir.iterdir())
+    results, _ = _run(cli, fake_anthropic,
+                      "sleep 4271 > /dev/null 2>&1 & echo $! > left.pid; ls -d .envrc .mcp.json",
+                      "kill -0 $(cat left.pid) && echo same-sandbox; echo x > .mcp.json; echo rc=$?")
+    assert results[0].split() == [".envrc", ".mcp.json"]  # the placeholders, for the sandbox's life
+    assert "same-sandbox" in results[1] and "rc=1" in results[1]
+    after = sorted(p.name for p in workdir.iterdir())
+    assert after == sorted([*before, "left.pid"])  # the placeholders went with the agent
+    assert asyncio.run(_gone("4271"))  # and so did everything left running in the sandbox
