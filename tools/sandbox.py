@@ -154,6 +154,16 @@ def _create(path: Path, kind: str) -> bool:
         return False
 
 
+def is_placeholder(path: Path) -> bool:
+    """Whether `path` is a placeholder we made and still hold (same inode)."""
+    with _placeholder_lock:
+        entry = _placeholders.get(str(path))
+        try:
+            return entry is not None and os.lstat(path).st_ino == entry[1]
+        except OSError:
+            return False
+
+
 def release_placeholders(paths: Iterable[str]) -> None:
     """Remove the placeholders a command held once nobody uses them, when they are still empty."""
     with _placeholder_lock:
@@ -361,7 +371,9 @@ class Sandbox:
         args: list[str] = []
         git = root / ".git"
         entries: list[tuple[Path, str | None]] = [(root / name, kind) for name, kind in PROTECTED]
-        if git.is_dir() and not git.is_symlink():
+        # Our own placeholder for a missing .git is not a repository: it stays read-only as a whole.
+        real_git = git.is_dir() and not git.is_symlink() and not is_placeholder(git)
+        if real_git:
             args += ["--bind", str(git), str(git)]  # a mount point: cannot be renamed away and recreated
             entries += [(git / name, kind) for name, kind in GIT_PROTECTED]
         else:
@@ -371,7 +383,7 @@ class Sandbox:
                 # A mount lands on the link's target: the link itself could be replaced by a real file.
                 raise SandboxRefused(f"{path} is a symbolic link; the sandbox keeps it read-only only as a real "
                                      "file or directory. Remove the link, or turn the sandbox off (/sandbox off).")
-        if git.is_dir() and not git.is_symlink() and not os.path.lexists(git / "commondir"):
+        if real_git and not os.path.lexists(git / "commondir"):
             wrapped.forbidden.append(str(git / "commondir"))  # git would read another repository's config
         for path, kind in entries:
             # A placeholder another running command holds is taken too: it stays until both have ended.

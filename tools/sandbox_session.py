@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -125,8 +126,9 @@ class SandboxSession:
             try:
                 socket.send_fds(self._sock, [data], [out_fd, status_fd])
             except OSError as exc:
-                self.alive = False  # the supervisor is gone (or the request is too large): a new one next time
-                self._wake.set()
+                if exc.errno != errno.EMSGSIZE:  # too large: this command gets a bubblewrap of its own
+                    self.alive = False  # the supervisor is gone: a new sandbox next time
+                    self._wake.set()
                 raise SessionUnavailable(str(exc)) from None
             self._running += 1
         return rid

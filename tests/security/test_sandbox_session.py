@@ -199,3 +199,14 @@ def test_through_the_cli_commands_share_the_sandbox_and_it_ends_with_the_agent(c
     after = sorted(p.name for p in workdir.iterdir())
     assert after == sorted([*before, "left.pid"])  # the placeholders went with the agent
     assert asyncio.run(_gone("4271"))  # and so did everything left running in the sandbox
+
+
+async def test_without_a_repository_git_cannot_be_made_in_a_later_command(box) -> None:
+    tool, ctx, _ = box
+    import shutil
+
+    shutil.rmtree(ctx.project_root / ".git")
+    for _ in range(3):  # the first command makes the placeholder; later ones must not take it for a repository
+        out = await tool.call({"command": "echo '[core]' > .git/config; echo rc=$?; mkdir .git/hooks; echo m=$?"}, ctx)
+        assert "rc=1" in out.content and "m=1" in out.content
+    assert not (ctx.project_root / ".git" / "config").exists()
