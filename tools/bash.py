@@ -8,9 +8,8 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from services.credentials import child_env
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
@@ -62,12 +61,50 @@ def sandboxed_argv(sandbox: Sandbox | None, argv: list[str], cwd: Path, env: dic
     return Wrapped(argv)
 
 
-def _kill_when_spawned(token: str) -> Callable[[asyncio.Future[Any]], None]:
-    def kill(task: asyncio.Future[Any]) -> None:
-        if not task.cancelled() and task.exception() is None:
-            kill_tree(task.result().pid, token, signal.SIGKILL)
+class Running(Protocol):
+    """A started command: a plain or per-command-sandbox subprocess, or one in the session's sandbox."""
 
-    return kill
+    @property
+    def stdout(self) -> asyncio.StreamReader: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+    def kill(self, sig: int) -> None: ...
+
+    def abandon(self) -> None: ...
+
+
+class _Spawned:
+    """A subprocess we started (asyncio): killed as a whole tree by its session and token."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, token: str) -> None:
+        self.proc, self.token = proc, token
+        assert proc.stdout is not None
+        self.stdout: asyncio.StreamReader = proc.stdout
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    async def wait(self) -> int:
+        return await self.proc.wait()
+
+    def kill(self, sig: int) -> None:
+        kill_tree(self.proc.pid, self.token, sig)
+
+    def abandon(self) -> None:
+        pass  # a process of ours: reaped by asyncio whenever it ends
+
+
+def _kill_when_spawned(task: asyncio.Future[Any]) -> None:
+    """Done callback: the command started after all (its caller was cancelled): kill it, release it."""
+    if not task.cancelled() and task.exception() is None:
+        proc, launch = task.result()
+        proc.kill(signal.SIGKILL)
+        launch.release()
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -76,10 +113,10 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
-async def _reap(proc: asyncio.subprocess.Process, reader: asyncio.Future[Any], seconds: float) -> None:
+async def _reap(proc: Running, reader: asyncio.Future[Any], seconds: float) -> None:
     """Wait briefly for the killed command to be gone and its pipe closed, so nothing is left to the
     event loop's shutdown (the 'Event loop is closed' noise after Ctrl-C)."""
-    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError, ToolError):
         await asyncio.wait_for(asyncio.shield(proc.wait()), seconds)
     if not reader.done():
         reader.cancel()
@@ -140,68 +177,25 @@ class BashTool(Tool):
 
             launch = sandboxed_argv(self.sandbox, ["bash", "-c", command], cwd, env, command, input)
             return await start_background(command, ctx, env, launch)
-        fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt")
+        in_session = self._reuses_sandbox(command, input)
+        # In the session's sandbox the cwd file lives in its TMPDIR, which the sandbox sees at the same path.
+        fd, cwd_file = tempfile.mkstemp(prefix="agent-cwd-", suffix=".txt",
+                                        dir=str(self.sandbox.temp_dir()) if in_session and self.sandbox else None)
         os.close(fd)
         started = time.monotonic()
         launch = Wrapped([])
         try:
-            # The cwd file is the one path outside the writable roots the sandboxed shell may write.
-            launch = sandboxed_argv(self.sandbox, ["bash", "-c", _WRAPPER, "bash", cwd_file, command], cwd, env,
-                                    command, input, (cwd_file,))
-            spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
-                *launch.argv,
-                cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True, pass_fds=launch.pass_fds,
-            ))
+            argv = ["bash", "-c", _WRAPPER, "bash", cwd_file, command]
+            spawn = asyncio.ensure_future(self._spawn(argv, cwd, env, token, input, cwd_file, in_session))
             try:
-                proc = await asyncio.shield(spawn)
+                proc, launch = await asyncio.shield(spawn)
             except asyncio.CancelledError:
                 # Cancelled while the process was being set up (it may already run): kill it once it exists.
-                spawn.add_done_callback(_kill_when_spawned(token))
+                spawn.add_done_callback(_kill_when_spawned)
                 raise
             except FileNotFoundError:
                 raise ToolError("bash was not found on PATH; Bash needs a POSIX shell.") from None
-            chunks: list[bytes] = []
-            size = 0
-            dropped = 0
-
-            async def pump() -> None:
-                nonlocal size, dropped
-                assert proc.stdout is not None
-                while True:
-                    chunk = await proc.stdout.read(65536)
-                    if not chunk:
-                        return
-                    room = HARD_CAP_BYTES - size
-                    if room > 0:
-                        chunks.append(chunk[:room])
-                        size += min(len(chunk), room)
-                    dropped += max(0, len(chunk) - max(room, 0))
-
-            reader = asyncio.ensure_future(pump())
-            timed_out = False
-            both = asyncio.gather(reader, proc.wait())
-            # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
-            both.add_done_callback(_retrieve)
-            try:
-                await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
-            except TimeoutError:
-                timed_out = True
-                kill_tree(proc.pid, token, signal.SIGTERM)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(both), KILL_GRACE_S)
-                # The whole tree, escaped children (setsid) included, not only the process group.
-                kill_tree(proc.pid, token, signal.SIGKILL)
-                try:
-                    await asyncio.wait_for(asyncio.shield(both), 5)
-                except TimeoutError:
-                    reader.cancel()
-            except asyncio.CancelledError:
-                # Abort (Ctrl-C): the loop cancelled us. Kill the whole tree now, then reap it.
-                kill_tree(proc.pid, token, signal.SIGKILL)
-                await _reap(proc, reader, 2.0)
-                raise
+            chunks, dropped, timed_out = await _collect(proc, timeout_ms)
             rc = proc.returncode
             try:
                 final = Path(cwd_file).read_text().strip()
@@ -217,24 +211,104 @@ class BashTool(Tool):
                 pass
         elapsed = time.monotonic() - started
         output = b"".join(chunks).decode("utf-8", errors="replace")
-        for path in removed:
-            output += f"\n[sandbox: removed {path}, which the command created: git outside the sandbox would run code from it]"
-        if dropped:
-            output += f"\n[Output exceeded {HARD_CAP_BYTES // (1024 * 1024)} MB; {dropped} more bytes were discarded. Redirect large output to a file and Grep or Read it.]"
-        text = note + output.rstrip("\n")
-        if timed_out:
-            text += (f"\n[Command timed out after {timeout_ms} ms; its process group was killed (SIGTERM, then SIGKILL). "
-                     "Pass a larger timeout (max 600000) or run it in the background with output redirected to a file.]")
-            return ToolOutput(text.lstrip("\n"), is_error=True, summary=f"timed out after {timeout_ms / 1000:.1f} s")
-        if rc is not None and rc < 0:
-            text += f"\n[Killed by signal {-rc}]"
-        text = text.strip("\n")
-        if rc and rc > 0:
-            # Claude Code's shape: the exit code first, then the output (if any).
-            text = f"Exit code {rc}\n{text}" if text.strip() else f"Exit code {rc}"
-        elif not text.strip():
-            text = NO_OUTPUT
-        return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")
+        return _result(note, output, removed, dropped, timed_out, timeout_ms, rc, elapsed)
+
+    def _reuses_sandbox(self, command: str, input: dict[str, Any]) -> bool:
+        """Whether this command runs in the session's long-lived sandbox (else per command, or unsandboxed)."""
+        sb = self.sandbox
+        return (sb is not None and sb.reuse and not sb.refuses and sb.runs_sandboxed(command, input)
+)
+
+    async def _spawn(self, argv: list[str], cwd: Path, env: dict[str, str], token: str, input: dict[str, Any],
+                     cwd_file: str, in_session: bool) -> tuple[Running, Wrapped]:
+        if in_session and self.sandbox is not None:
+            from tools.sandbox_session import SessionUnavailable, start_command
+
+            try:
+                return await start_command(self.sandbox, argv, cwd, env, token)
+            except SessionUnavailable:
+                pass  # this command gets a bubblewrap of its own: as contained, only slower
+        # The cwd file is the one path outside the writable roots the sandboxed shell may write.
+        launch = sandboxed_argv(self.sandbox, argv, cwd, env, input["command"], input, (cwd_file,))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                cwd=str(cwd), env=env, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True, pass_fds=launch.pass_fds,
+            )
+        except BaseException:
+            launch.release()
+            raise
+        return _Spawned(proc, token), launch
+
+
+async def _collect(proc: Running, timeout_ms: int) -> tuple[list[bytes], int, bool]:
+    """Read the command's output (capped) until it has ended; on timeout kill its whole tree (SIGTERM, a
+    grace period, SIGKILL); on cancellation (Ctrl-C) kill it at once. Returns (chunks, dropped, timed_out)."""
+    chunks: list[bytes] = []
+    size = 0
+    dropped = 0
+
+    async def pump() -> None:
+        nonlocal size, dropped
+        while True:
+            chunk = await proc.stdout.read(65536)
+            if not chunk:
+                return
+            room = HARD_CAP_BYTES - size
+            if room > 0:
+                chunks.append(chunk[:room])
+                size += min(len(chunk), room)
+            dropped += max(0, len(chunk) - max(room, 0))
+
+    reader = asyncio.ensure_future(pump())
+    timed_out = False
+    both = asyncio.gather(reader, proc.wait())
+    # Retrieved here so an abort (the reader cancelled) never logs "exception was never retrieved".
+    both.add_done_callback(_retrieve)
+    try:
+        await asyncio.wait_for(asyncio.shield(both), timeout_ms / 1000)
+    except TimeoutError:
+        timed_out = True
+        proc.kill(signal.SIGTERM)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(both), KILL_GRACE_S)
+        # The whole tree, escaped children (setsid) included, not only the process group.
+        proc.kill(signal.SIGKILL)
+        try:
+            await asyncio.wait_for(asyncio.shield(both), 5)
+        except TimeoutError:
+            reader.cancel()
+            proc.abandon()  # no exit code after SIGKILL: whatever runs it is stuck
+    except asyncio.CancelledError:
+        # Abort (Ctrl-C): the loop cancelled us. Kill the whole tree now, then reap it.
+        proc.kill(signal.SIGKILL)
+        await _reap(proc, reader, 2.0)
+        raise
+    return chunks, dropped, timed_out
+
+
+def _result(note: str, output: str, removed: list[str], dropped: int, timed_out: bool, timeout_ms: int,
+            rc: int | None, elapsed: float) -> ToolOutput:
+    for path in removed:
+        output += f"\n[sandbox: removed {path}, which the command created: git outside the sandbox would run code from it]"
+    if dropped:
+        output += f"\n[Output exceeded {HARD_CAP_BYTES // (1024 * 1024)} MB; {dropped} more bytes were discarded. Redirect large output to a file and Grep or Read it.]"
+    text = note + output.rstrip("\n")
+    if timed_out:
+        text += (f"\n[Command timed out after {timeout_ms} ms; its process group was killed (SIGTERM, then SIGKILL). "
+                 "Pass a larger timeout (max 600000) or run it in the background with output redirected to a file.]")
+        return ToolOutput(text.lstrip("\n"), is_error=True, summary=f"timed out after {timeout_ms / 1000:.1f} s")
+    if rc is not None and rc < 0:
+        text += f"\n[Killed by signal {-rc}]"
+    text = text.strip("\n")
+    if rc and rc > 0:
+        # Claude Code's shape: the exit code first, then the output (if any).
+        text = f"Exit code {rc}\n{text}" if text.strip() else f"Exit code {rc}"
+    elif not text.strip():
+        text = NO_OUTPUT
+    return ToolOutput(text, is_error=bool(rc), summary=f"exit {rc}, {elapsed:.1f} s")
 
 
 async def run_direct(command: str, cwd: Path | str, timeout_s: float = 120.0,

@@ -113,6 +113,26 @@ def kill_tree(root: int, token: str | None, sig: int = signal.SIGKILL) -> int:
     return total
 
 
+def kill_marked(token: str, sig: int = signal.SIGKILL) -> int:
+    """Signal every process of ours carrying the command's token, and their descendants (a command whose
+    pid we do not know: one forked by the sandbox's supervisor). Rounds as in `kill_tree`."""
+    total = 0
+    quiet = 0
+    for _ in range(MAX_ROUNDS):
+        pids = members(-1, token) if os.path.isdir(PROC) else set()  # -1: no process group has that id
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        total += len(pids)
+        if sig != signal.SIGKILL:
+            break
+        quiet = quiet + 1 if not pids else 0
+        if quiet >= 2:
+            break
+        time.sleep(0.005)
+    return total
+
+
 _libc = None
 
 

@@ -125,18 +125,41 @@ def _make_placeholder(path: Path, kind: str) -> bool:
     """Take (or share) an empty placeholder at `path`; False when something real is there already."""
     key = str(path)
     with _placeholder_lock:
-        if key in _placeholders:
-            _placeholders[key][0] += 1
+        entry = _placeholders.get(key)
+        if entry is not None:
+            try:
+                if os.lstat(path).st_ino != entry[1]:
+                    return False  # replaced on the host by something real: bound as it is
+            except OSError:
+                # Removed on the host while held (a long-lived sandbox): made again, still shared.
+                if not _create(path, kind):
+                    return False
+                entry[1] = os.lstat(path).st_ino
+            entry[0] += 1
             return True
-        if os.path.lexists(path):
+        if os.path.lexists(path) or not _create(path, kind):
             return False
+        _placeholders[key] = [1, os.lstat(path).st_ino]
+        return True
+
+
+def _create(path: Path, kind: str) -> bool:
+    try:
+        if kind == "dir":
+            path.mkdir(mode=0o755)
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        return True
+    except OSError:
+        return False
+
+
+def is_placeholder(path: Path) -> bool:
+    """Whether `path` is a placeholder we made and still hold (same inode)."""
+    with _placeholder_lock:
+        entry = _placeholders.get(str(path))
         try:
-            if kind == "dir":
-                path.mkdir(mode=0o755)
-            else:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
-            _placeholders[key] = [1, os.lstat(path).st_ino]
-            return True
+            return entry is not None and os.lstat(path).st_ino == entry[1]
         except OSError:
             return False
 
@@ -175,15 +198,16 @@ class Wrapped:
     # not appear: removed after the command when it created them.
     forbidden: list[str] = field(default_factory=list)
 
+    def close_fds(self) -> None:
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+
     def release(self) -> list[str]:
         """Close the passed fds, drop the placeholders, remove forbidden paths the command created; returns
         the removed ones."""
-        for fd in self.pass_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.pass_fds = ()
+        self.close_fds()
         release_placeholders(self.placeholders)
         self.placeholders = []
         removed = [p for p in self.forbidden if os.path.lexists(p)]
@@ -238,6 +262,8 @@ class Sandbox:
     secret_names: frozenset[str] = frozenset()
     session_enabled: bool | None = None  # /sandbox: on/off for this session
     session_auto_allow: bool | None = None
+    # Commands share one long-lived sandbox (tools/sandbox_session.py); False: one bubblewrap per command.
+    reuse: bool = True
     _tmpdir: Path | None = None
 
     # -- state --
@@ -345,7 +371,9 @@ class Sandbox:
         args: list[str] = []
         git = root / ".git"
         entries: list[tuple[Path, str | None]] = [(root / name, kind) for name, kind in PROTECTED]
-        if git.is_dir() and not git.is_symlink():
+        # Our own placeholder for a missing .git is not a repository: it stays read-only as a whole.
+        real_git = git.is_dir() and not git.is_symlink() and not is_placeholder(git)
+        if real_git:
             args += ["--bind", str(git), str(git)]  # a mount point: cannot be renamed away and recreated
             entries += [(git / name, kind) for name, kind in GIT_PROTECTED]
         else:
@@ -355,7 +383,7 @@ class Sandbox:
                 # A mount lands on the link's target: the link itself could be replaced by a real file.
                 raise SandboxRefused(f"{path} is a symbolic link; the sandbox keeps it read-only only as a real "
                                      "file or directory. Remove the link, or turn the sandbox off (/sandbox off).")
-        if git.is_dir() and not git.is_symlink() and not os.path.lexists(git / "commondir"):
+        if real_git and not os.path.lexists(git / "commondir"):
             wrapped.forbidden.append(str(git / "commondir"))  # git would read another repository's config
         for path, kind in entries:
             # A placeholder another running command holds is taken too: it stays until both have ended.

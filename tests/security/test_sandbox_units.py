@@ -73,3 +73,18 @@ def test_a_symlinked_protected_path_is_refused_and_commondir_is_removed(tmp_path
     (project / ".claude").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(SandboxRefused, match="symbolic link"):
         sb.wrap(["true"], project, {})
+
+
+def test_a_held_git_placeholder_is_not_taken_for_a_repository(tmp_path: Path):
+    project = tmp_path / "p"
+    project.mkdir()
+    sb = Sandbox(SandboxSettings(), Availability(True, path="/usr/bin/bwrap"), project, tmp_path, tmp_path / "h")
+    first = sb.wrap(["true"], project, {})
+    second = sb.wrap(["true"], project, {})  # .git is now our empty directory
+    git = str(project / ".git")
+    # read-only as a whole, the same arguments as the first time: never bound writable as a repository
+    assert [second.argv[i - 1] for i, a in enumerate(second.argv) if a == git] == ["--ro-bind", git]
+    assert [a for a in second.argv if a.startswith(git)] == [a for a in first.argv if a.startswith(git)]
+    first.release()
+    second.release()
+    assert not (project / ".git").exists()
