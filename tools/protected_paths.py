@@ -88,6 +88,9 @@ def _expand(word: str, cwd: str) -> list[str]:
     return out
 
 
+_OWN_PROC = re.compile(r"^/proc/(self|thread-self)(/|$)")
+
+
 def words_proc_reason(words: Iterable[str], cwds: Iterable[str]) -> str | None:
     """The first Bash word that names (or globs to) one of the agent's /proc directories, from any of the
     directories the command may run in."""
@@ -99,6 +102,8 @@ def words_proc_reason(words: Iterable[str], cwds: Iterable[str]) -> str | None:
                 if "proc" not in value and not in_proc and not any(c in value for c in "*?["):
                     continue
                 for path in _expand(value, cwd):
+                    if _OWN_PROC.match(os.path.normpath(os.path.join(cwd, path))):
+                        continue  # in a command, /proc/self is that command's own process, not the agent's
                     why = proc_reason(path, pids)
                     if why:
                         return why

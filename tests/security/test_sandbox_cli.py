@@ -71,9 +71,10 @@ def test_secrets_and_the_agents_environment_are_out_of_reach(cli, workdir, home,
     results, _ = _run(
         cli, fake_anthropic,
         f"cat {home}/.ssh/id_ed25519 {home}/.aws/credentials {home}/.netrc; echo rc=$?",
-        # every process's environment that /proc shows, the agent's included if it were visible
-        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c ANTHROPIC_API_KEY; "
-        "echo pids=$(ls -d /proc/[0-9]* | wc -l)",
+        # every process's environment that /proc shows, the agent's included if it were visible (through a
+        # variable: the gate refuses a literal glob that reaches the agent's own /proc before the sandbox can)
+        "p=/proc; cat $p/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c ANTHROPIC_API_KEY; "
+        "echo pids=$(ls -d $p/[0-9]* | wc -l)",
         f"cat {agent_home}/projects/transcript.jsonl; cat .env; env | grep -c ANTHROPIC_API_KEY",
         HOME=str(home))
     joined = "\n".join(results)

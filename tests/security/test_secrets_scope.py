@@ -195,3 +195,11 @@ def test_cli_one_shot_webfetch_and_proc_are_not_granted(cli, fake_anthropic) -> 
     assert "Refused" in results["t3"] and "Refused" in results["t4"]
     no_secret_sent(fake_anthropic)
     assert len(json.loads(r.stdout)["permission_denials"]) == 4
+
+
+async def test_a_commands_own_proc_self_is_not_the_agents(ctx: ToolContext) -> None:
+    """In a command, /proc/self is that command's process (its environment is the built one): its status
+    may be read; the environment files stay refused as every process's are."""
+    gate = _gate(ctx, allowed_tools=["Bash(cat:*)"], headless=True)
+    assert (await gate.authorize(BashTool(), {"command": "cat /proc/self/status"}, ctx)).allowed
+    assert not (await gate.authorize(BashTool(), {"command": f"cat /proc/{os.getpid()}/status"}, ctx)).allowed
