@@ -86,7 +86,13 @@ def build_engine(
 
     settings = opts.settings
     home = agent_home()
-    skills = discover_skills(opts.cwd, home)
+    from agent.custom_commands import load_custom_commands
+    from services.skills.safe_read import ScopedReader
+
+    skill_reader = ScopedReader([opts.cwd, home])  # SKILL.md files never read through a link out of scope
+    skills = discover_skills(opts.cwd, home, skill_reader)
+
+    custom_commands, command_notices = load_custom_commands(opts.cwd, home)
     prompt = SystemPromptBuilder(opts.cwd, home, skills)
     # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
     agent_tool = AgentTool(
@@ -137,6 +143,8 @@ def build_engine(
         engine.refresh_tools = mcp_refresher(engine, mcp, {r for r in gate.disallowed_tools if "(" not in r})
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
+    engine.custom_commands = custom_commands  # .claude/commands: `/name args` in the REPL, -p and the SDK
+    engine.notices_at_start = [*skill_reader.notices, *command_notices]
     engine.prompt_builder = prompt
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
     # Spill files (issue 4): remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.

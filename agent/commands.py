@@ -36,6 +36,9 @@ class CommandResult:
     exit_code: int = 0
     # Run a turn after the command: (user text, messages to inject before it).
     run_turn: tuple[str, list[Message]] | None = None
+    # Blocks after the turn's text in the user's message, and a model for that turn only (custom commands).
+    blocks: list[Any] | None = None
+    model: str = ""
 
 
 @dataclass

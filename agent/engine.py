@@ -88,6 +88,8 @@ class QueryEngine:
         # Set by build_engine (issue 7): rebuilds the system prompt when its inputs change; the skills.
         self.prompt_source: Any = None
         self.skills: list[Any] = []
+        self.custom_commands: list[Any] = []
+        self.notices_at_start: list[str] = []
         # Set by build_engine when MCP servers are configured: keeps `tools` in step between model calls.
         self.refresh_tools: Any = None
         self._session_start_source: str | None = "startup"

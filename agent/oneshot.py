@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from agent.app import ResumeError
+from agent.custom_commands import CommandError, command_model, custom_command_input
 from agent.errors import set_transcript, silence_stdout
 from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
@@ -54,11 +55,20 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
             engine.close()
             sys.stderr.write(f"error: {exc}\n")
             return EXIT_ERROR
+    for notice in engine.notices_at_start:
+        sys.stderr.write(f"notice: {notice}\n")
+    try:
+        text, inject, blocks, model = await custom_command_input(engine, inv, text, inject)
+    except CommandError as exc:
+        engine.close()
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_ERROR
     if fmt == "stream-json":
         out(run.init_event())
     _install_signals(engine)
     try:
-        terminal, result = await run.run(text, inject)
+        with command_model(engine, model):
+            terminal, result = await run.run(text, inject, blocks)
     finally:
         engine.close()
     if fmt == "json":
