@@ -40,6 +40,7 @@ class AppOptions:
     persist_session: bool = True
     fallback_model: str | None = None
     betas: list[str] = field(default_factory=list)
+    agents_json: str | None = None  # --agents: JSON of custom sub-agents (or, as Claude Code, a file holding it)
     headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
     # The trust boundary (issue 15): whether the folder is trusted, the merged settings of every scope
     # (already filtered by that trust; `load_boundary` fills it).
@@ -95,9 +96,13 @@ def build_engine(
     custom_commands, command_notices = load_custom_commands(opts.cwd, home)
     prompt = SystemPromptBuilder(opts.cwd, home, skills)
     # Sub-agents (issue 9): the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
+    from agent.custom_agents import load_custom_agents
+
+    agents, agent_notices = load_custom_agents(opts.cwd, home, opts.agents_json)
     agent_tool = AgentTool(
         lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
         get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
+        agents=agents,
     )
     tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
@@ -144,7 +149,8 @@ def build_engine(
     engine.config.system_prompt = engine.prompt_source()
     engine.skills = skills
     engine.custom_commands = custom_commands  # .claude/commands: `/name args` in the REPL, -p and the SDK
-    engine.notices_at_start = [*skill_reader.notices, *command_notices]
+    engine.notices_at_start = [*skill_reader.notices, *command_notices, *agent_notices]
+    engine.agent_defs = agents
     engine.prompt_builder = prompt
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
     # Spill files (issue 4): remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.

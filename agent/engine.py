@@ -89,6 +89,7 @@ class QueryEngine:
         self.prompt_source: Any = None
         self.skills: list[Any] = []
         self.custom_commands: list[Any] = []
+        self.agent_defs: list[Any] = []
         self.notices_at_start: list[str] = []
         # Set by build_engine when MCP servers are configured: keeps `tools` in step between model calls.
         self.refresh_tools: Any = None

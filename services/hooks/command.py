@@ -36,7 +36,7 @@ from services.credentials import child_env
 from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
-EVENTS = ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionStart")
+EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "SessionStart")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 TIMEOUT_EXIT_CODE = 124
@@ -470,12 +470,14 @@ class CommandHooks(Hooks):
         trace("hooks.post", tool=name, count=len(outcomes), exit=",".join(str(o.exit_code) for o in outcomes))
         return None
 
-    async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "") -> StopResult:
-        entries = self.entries("Stop")
+    async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "", event: str = "Stop",
+                       extra: dict[str, Any] | None = None) -> StopResult:
+        """Stop, or SubagentStop (with the agent's fields in `extra`): same control output."""
+        entries = self.entries(event)
         if not entries:
             return StopResult()
         payload = self._payload(
-            "Stop", stop_hook_active=stop_hook_active, last_assistant_message=last_assistant_text
+            event, stop_hook_active=stop_hook_active, last_assistant_message=last_assistant_text, **(extra or {})
         )
         outcomes = await self.run_event(entries, payload)
         result = StopResult(count=len(outcomes), outcomes=outcomes)
@@ -488,17 +490,25 @@ class CommandHooks(Hooks):
                 if result.stop_reason is None and _str(obj.get("stopReason")):
                     result.stop_reason = _str(obj.get("stopReason"))
             elif obj.get("decision") == "block":
-                feedback.append(_clip(_str(obj.get("reason"))) or "Blocked by Stop hook")
+                feedback.append(_clip(_str(obj.get("reason"))) or f"Blocked by {event} hook")
             elif out.exit_code == 2:
-                feedback.append(_clip(out.stderr) or _clip(out.stdout) or "Stop hook blocked (exit 2)")
+                feedback.append(_clip(out.stderr) or _clip(out.stdout) or f"{event} hook blocked (exit 2)")
             elif out.exit_code != 0:
-                self._failed("Stop", out)
+                self._failed(event, out)
         if feedback:
             result.blocking_feedback = "\n".join(feedback)
         return result
 
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
-        result = await self.run_stop(stop_hook_active, last_assistant_text)
+        return await self._stop_decision("Stop", stop_hook_active, last_assistant_text, None)
+
+    async def subagent_stop(self, last_assistant_text: str, stop_hook_active: bool,
+                            agent: dict[str, Any]) -> HookDecision | None:
+        return await self._stop_decision("SubagentStop", stop_hook_active, last_assistant_text, agent)
+
+    async def _stop_decision(self, event: str, stop_hook_active: bool, last_assistant_text: str,
+                             extra: dict[str, Any] | None) -> HookDecision | None:
+        result = await self.run_stop(stop_hook_active, last_assistant_text, event, extra)
         if not result.count:
             return None
         decision: HookDecision | None = None
@@ -506,7 +516,7 @@ class CommandHooks(Hooks):
             decision = HookDecision("stop", result.stop_reason or "")
         elif result.blocking_feedback:
             decision = HookDecision("block", result.blocking_feedback)
-        trace("hooks.stop", count=result.count, decision=decision.action if decision else "allow")
+        trace("hooks.stop" if event == "Stop" else "hooks.subagent_stop", count=result.count, decision=decision.action if decision else "allow")
         return decision
 
     async def _context_event(
