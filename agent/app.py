@@ -111,6 +111,10 @@ def build_engine(
         tools = [t for t in tools if t.name in wanted]
     # MCP (issue 8): the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
+    if mcp is not None and getattr(mcp, "servers", None):  # servers still connecting can be waited for
+        from tools.wait_mcp import WaitForMcpServersTool
+
+        tools.append(WaitForMcpServersTool(mcp))
     flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
     hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
     # Settings files other readers still take (thinking, server tools): the user's, plus the folder's own

@@ -92,24 +92,28 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
 
 async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]]:
     """MCP's part of the input (issue 18): client hooks; `/server:prompt args` expanded into the prompt's
-    messages (no extra user text); `@server:uri` mentions read and injected before the prompt. An optional
-    `MCP_STARTUP_WAIT_MS` lets the first request wait that long for servers still starting."""
+    messages (no extra user text); `@server:uri` mentions read and injected before the prompt."""
     from agent.mcp_commands import expand_prompt, parse_prompt_command
     from agent.mcp_hooks import make_sampling_handler
     from services.config import env_int
     from services.mcp.content import expand_mentions
+    from tools.wait_mcp import NAME as WAIT_TOOL
+    from tools.wait_mcp import start_bound
 
     def notify(text: str) -> None:
         sys.stderr.write(f"[mcp] {text}\n")
         sys.stderr.flush()
 
     mcp.handlers.sample = make_sampling_handler(engine, None, notify)
-    wait_ms = env_int("MCP_STARTUP_WAIT_MS", 0, minimum=0)
-    if wait_ms:
-        await mcp.wait_ready(timeout=wait_ms / 1000)
-        sync = getattr(engine.refresh_tools, "sync", None)
-        if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
-            sync()
+    # As Claude Code 2.1.332 (recorded): the first request waits for the servers to settle, at most their
+    # start bound (MCP_TIMEOUT); MCP_STARTUP_WAIT_MS sets another bound (0: never wait).
+    wait_ms = env_int("MCP_STARTUP_WAIT_MS", -1, minimum=0)
+    await mcp.wait_ready(timeout=start_bound(mcp) if wait_ms < 0 else wait_ms / 1000)
+    sync = getattr(engine.refresh_tools, "sync", None)
+    if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
+        sync()
+    if not mcp.pending():  # nothing left to wait for: WaitForMcpServers is not offered
+        engine.tools[:] = [t for t in engine.tools if t.name != WAIT_TOOL]
     spill = engine.session_dir / "tool-results"
     command = parse_prompt_command(mcp, prompt)
     if command is not None:
