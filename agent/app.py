@@ -46,6 +46,7 @@ class AppOptions:
     persist_session: bool = True
     fallback_model: str | None = None
     betas: list[str] = field(default_factory=list)
+    agents_json: str | None = None  # --agents: JSON of custom sub-agents (or, as Claude Code, a file holding it)
     headless: bool = False  # one-shot / SDK: denials use Claude Code's headless wording
     # The trust boundary: whether the folder is trusted, the merged settings of every scope
     # (already filtered by that trust; `load_boundary` fills it).
@@ -121,20 +122,36 @@ def build_engine(
 
     settings = opts.settings
     home = agent_home()
-    skills = discover_skills(opts.cwd, home)
+    from agent.custom_agents import load_custom_agents
+    from agent.custom_commands import load_custom_commands
+    from services.skills.safe_read import ScopedReader
+
+    skill_reader = ScopedReader([opts.cwd, home])  # SKILL.md files never read through a link out of scope
+    skills = discover_skills(opts.cwd, home, skill_reader)
+    custom_commands, command_notices = load_custom_commands(opts.cwd, home)
     prompt = instruction_prompt(opts, home, skills)
     # Sub-agents: the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
+    agents, agent_notices = load_custom_agents(opts.cwd, home, opts.agents_json)
     agent_tool = AgentTool(
         lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
         get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
+        agents=agents,
     )
     tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
+    if ask is not None:  # someone can approve a plan (REPL, SDK host); Claude Code's -p does not offer it
+        from tools.exit_plan_mode import ExitPlanModeTool
+
+        tools.append(ExitPlanModeTool(lambda: engine.gate))
     if opts.tools is not None:  # --tools: only these built-ins (MCP tools are chosen by --mcp-config)
         wanted = set(opts.tools)
         tools = [t for t in tools if t.name in wanted]
     # MCP: the connected servers' tools, plus the resource tools when any server has resources.
     tools += mcp_tools(mcp) if mcp is not None else []
+    if mcp is not None and getattr(mcp, "servers", None):  # servers still connecting can be waited for
+        from tools.wait_mcp import WaitForMcpServersTool
+
+        tools.append(WaitForMcpServersTool(mcp))
     flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
     hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
     # Settings files other readers still take (thinking, server tools): the user's, plus the folder's own
@@ -184,6 +201,8 @@ def build_engine(
         gate=gate, hooks=wrap_hooks(hooks) if wrap_hooks is not None else hooks, session_id=opts.session_id,
         persist=opts.persist_session, prompt_for=prompt_for, skills=skills, prompt_builder=prompt,
         refresh_tools=McpRefresher(tools, mcp, blocked) if mcp is not None else None,
+        custom_commands=custom_commands, agent_defs=agents,
+        notices_at_start=[*skill_reader.notices, *command_notices, *agent_notices],
     )
     # Instruction files: the tracker announces nested files and path rules on first touch.
     engine.state.extras["instructions"] = prompt.tracker

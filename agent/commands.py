@@ -47,6 +47,9 @@ class CommandResult:
     exit_code: int = 0
     # Run a turn after the command: (user text, messages to inject before it).
     run_turn: tuple[str, list[Message]] | None = None
+    # Blocks after the turn's text in the user's message, and a model for that turn only (custom commands).
+    blocks: list[Any] | None = None
+    model: str = ""
 
 
 @dataclass
@@ -591,10 +594,17 @@ def cmd_export(ctx: CommandContext, args: str) -> None:
 
 def cmd_agents(ctx: CommandContext, args: str) -> None:
     tools = [t.name for t in ctx.engine.tools]
-    if "Agent" in tools:
-        ctx.say("Sub-agents: the Agent tool runs a task with its own history and the same tools (minus Agent).")
-    else:
+    if "Agent" not in tools:
         ctx.say("The Agent tool is not enabled in this session.", "dim")
+        return
+    ctx.say("Sub-agents: the Agent tool runs a task with its own history and the same tools (minus Agent).")
+    table = Table.grid(padding=(0, 2))
+    for a in getattr(ctx.engine, "agent_defs", []):  # project over user over built-in, as the model sees them
+        tools_text = ", ".join(a.tools) if a.tools else "all tools"
+        model = a.model or "inherit"
+        table.add_row(Text(a.name, style="bold"), Text(f"{a.source} · {model} · {tools_text}", style="dim"),
+                      Text(a.description[:100]))
+    ctx.console.print(table)
 
 
 def default_router() -> CommandRouter:

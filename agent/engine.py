@@ -84,6 +84,9 @@ class QueryEngine:
         refresh_tools: ToolRefresher | None = None,
         skills: list[Any] | None = None,
         prompt_builder: Any = None,
+        custom_commands: list[Any] | None = None,
+        agent_defs: list[Any] | None = None,
+        notices_at_start: list[str] | None = None,
     ):
         self.config = config
         self.tools = tools
@@ -105,6 +108,10 @@ class QueryEngine:
         self.prompt_builder = prompt_builder
         # Keeps `tools` in step between model calls when MCP servers are configured.
         self.refresh_tools: ToolRefresher | None = refresh_tools
+        # Claude Code's project files: .claude/commands (`/name args`), .claude/agents, and what was refused.
+        self.custom_commands: list[Any] = list(custom_commands or [])
+        self.agent_defs: list[Any] = list(agent_defs or [])
+        self.notices_at_start: list[str] = list(notices_at_start or [])
         self._session_start_source: str | None = "startup"
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
         self.persist = persist

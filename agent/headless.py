@@ -151,18 +151,20 @@ class HeadlessRun:
             "mcp_servers": mcp_servers,
             "model": self.engine.config.model,
             "permissionMode": self.engine.gate.mode,
-            "slash_commands": [getattr(s, "id", "") for s in self.engine.skills],
+            "slash_commands": [c.name for c in self.engine.custom_commands]
+            + [s.name for s in self.engine.skills if s.name not in {c.name for c in self.engine.custom_commands}],
             "apiKeySource": "ANTHROPIC_API_KEY" if not self.inv.settings.mock else "none",
             "claude_code_version": __version__,
             "output_style": "default",
             "agents": [],
-            "skills": [getattr(s, "id", "") for s in self.engine.skills],
+            "skills": [s.name for s in self.engine.skills],
             "plugins": [],
             "uuid": new_uuid(),
         }
 
     # -- one prompt ---------------------------------------------------------------------------------
-    async def run(self, text: str, inject: list[Any] | None = None) -> tuple[Terminal, dict[str, Any]]:
+    async def run(self, text: str, inject: list[Any] | None = None,
+                  blocks: list[Any] | None = None) -> tuple[Terminal, dict[str, Any]]:
         started = time.monotonic()
         self.api_seconds = 0.0
         self.engine.gate.denials.clear()
@@ -172,7 +174,7 @@ class HeadlessRun:
         self.budget_hit = False
         terminal: Terminal | None = None
         try:
-            async for ev in self.engine.run_turn(text, inject_before=inject or None):
+            async for ev in self.engine.run_turn(text, inject_before=inject or None, images=blocks or None):
                 if isinstance(ev, AssistantEvent):
                     t = message_text(ev.message)
                     if t:
@@ -653,13 +655,28 @@ class ControlSession:
         self.emit(self.run.init_event())
         self.turn_running = True
         try:
-            terminal, result = await self.run.run(text, inject)
+            result = await self._command_or_turn(text, inject)
         finally:
             self.turn_running = False
         self.emit(result)
         self.exit_code = EXIT_OK if not result["is_error"] else EXIT_ERROR
         if self.prompts.empty():
             self._state("idle")
+
+
+    async def _command_or_turn(self, text: str, inject: list[Any]) -> dict[str, Any]:
+        """One prompt; a custom command's `/name args` expanded first (a refused one is an error result)."""
+        from agent.custom_commands import CommandError, command_model, custom_command_input
+
+        assert self.run is not None
+        try:
+            text, full, blocks, model = await custom_command_input(self.engine, self.inv, text, inject)
+        except CommandError as exc:
+            return self.run._result("error", Terminal("error", 0, str(exc)), "", None,
+                                    self.engine.usage.as_dict(), time.monotonic(), 0)
+        with command_model(self.engine, model):
+            _, result = await self.run.run(text, full, blocks)
+        return result
 
 
 def _rule_suggestion(tool: str, rule: str) -> dict[str, Any]:

@@ -227,6 +227,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         persist_session=not ns.no_session_persistence,
         fallback_model=ns.fallback_model,
         betas=split_tool_list(ns.betas),
+        agents_json=ns.agents,
         headless=not interactive,
         json_schema=json_schema,
     )

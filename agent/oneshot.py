@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from agent.app import ResumeError
+from agent.custom_commands import CommandError, command_model, custom_command_input
 from agent.errors import set_transcript, silence_stdout
 from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
@@ -57,11 +58,20 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
             engine.close()
             sys.stderr.write(f"error: {exc}\n")
             return EXIT_ERROR
+    for notice in engine.notices_at_start:
+        sys.stderr.write(f"notice: {notice}\n")
+    try:
+        text, inject, blocks, model = await custom_command_input(engine, inv, text, inject)
+    except CommandError as exc:
+        engine.close()
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_ERROR
     if fmt == "stream-json":
         out(run.init_event())
     _install_signals(engine)
     try:
-        terminal, result = await run.run(text, inject)
+        with command_model(engine, model):
+            terminal, result = await run.run(text, inject, blocks)
     finally:
         engine.close()
     if fmt == "json":
@@ -91,18 +101,23 @@ async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]
     from agent.mcp_hooks import make_sampling_handler
     from services.config import env_int
     from services.mcp.content import expand_mentions
+    from tools.wait_mcp import NAME as WAIT_TOOL
+    from tools.wait_mcp import start_bound
 
     def notify(text: str) -> None:
         sys.stderr.write(f"[mcp] {text}\n")
         sys.stderr.flush()
 
     mcp.handlers.sample = make_sampling_handler(engine, None, notify)
-    wait_ms = env_int("MCP_STARTUP_WAIT_MS", 0, minimum=0)
-    if wait_ms:
-        await mcp.wait_ready(timeout=wait_ms / 1000)
-        sync = getattr(engine.refresh_tools, "sync", None)
-        if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
-            sync()
+    # As Claude Code 2.1.332 (recorded): the first request waits for the servers to settle, at most their
+    # start bound (MCP_TIMEOUT); MCP_STARTUP_WAIT_MS sets another bound (0: never wait).
+    wait_ms = env_int("MCP_STARTUP_WAIT_MS", -1, minimum=0)
+    await mcp.wait_ready(timeout=start_bound(mcp) if wait_ms < 0 else wait_ms / 1000)
+    sync = getattr(engine.refresh_tools, "sync", None)
+    if sync is not None:  # the servers' tools in the tool list now (the init event lists them)
+        sync()
+    if not mcp.pending():  # nothing left to wait for: WaitForMcpServers is not offered
+        engine.tools[:] = [t for t in engine.tools if t.name != WAIT_TOOL]
     spill = engine.session_dir / "tool-results"
     command = parse_prompt_command(mcp, prompt)
     out: Expanded | None

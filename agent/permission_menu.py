@@ -23,6 +23,8 @@ REJECT_WITH_FEEDBACK = (
     "edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
 )
 CHOICES = ("once", "always", "deny")
+# ExitPlanMode's menu: once -> default mode, always -> acceptEdits, note -> keep planning (with what to change).
+PLAN_CHOICES = ("Yes", "Yes, and auto-accept edits", "No, keep planning")
 
 
 # One escape sequence: CSI (colours, cursor moves, clears), OSC (titles, hyperlinks), DCS, or a lone ESC + char.
@@ -57,7 +59,10 @@ def always_label(request: Any) -> str:
 def menu_lines(request: Any, selected: int) -> list[tuple[str, str]]:
     """(style, text) fragments of the menu, the selected row highlighted."""
     labels = ["Yes", always_label(request), "No, and tell the agent what to do differently"]
-    parts: list[tuple[str, str]] = [("bold", "Do you want to proceed?\n")]
+    header = "Do you want to proceed?"
+    if getattr(request.tool, "name", "") == "ExitPlanMode":  # approve the plan, or keep planning
+        header, labels = "Exit plan mode?", list(PLAN_CHOICES)
+    parts: list[tuple[str, str]] = [("bold", header + "\n")]
     for i, label in enumerate(labels):
         marker = "❯ " if i == selected else "  "
         parts.append(("reverse" if i == selected else "", f"{marker}{i + 1}. {label}"))

@@ -39,6 +39,7 @@ from rich.text import Text
 
 from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
 from agent.commands import CommandContext, CommandRouter, context_percent, context_tokens, default_router
+from agent.custom_commands import command_model
 from agent.errors import os_error_line, set_transcript
 from agent.image_input import (
     MAX_PASTE_BYTES,
@@ -76,7 +77,7 @@ from agent.repl_state import (
     TurnEnded,
     step,
 )
-from agent.skill_commands import register_skill_commands
+from agent.skill_commands import register_custom_commands, register_skill_commands
 from agent.status_line import StatusLine, status_payload
 from services.config import project_dir
 from services.events import AssistantEvent, ToolEndEvent
@@ -271,6 +272,7 @@ class Repl:
         self.clock = clock
         self.router = router or default_router()
         self.engine = build_engine(opts, deps=deps, ask=self.ask)
+        register_custom_commands(self.router, self.engine, opts.trusted)  # before skills: a command wins
         register_skill_commands(self.router, getattr(self.engine, "skills", []) or [])
         self.mcp: Any = None
         self.state = ReplState()
@@ -650,10 +652,12 @@ class Repl:
         except OSError as exc:
             trace("repl.unreported", line=line[:200], error=exc.strerror or "")
 
-    async def run_turn(self, text: str, inject: list | None = None, images: list[Any] | None = None) -> None:
-        blocks: list[Any] = []
+    async def run_turn(self, text: str, inject: list | None = None, images: list[Any] | None = None,
+                       extra_blocks: list[Any] | None = None) -> None:
+        blocks: list[Any] = list(extra_blocks or [])  # a custom command's body goes after its header
         if images:  # fitted to the API's limits off the event loop (Pillow); a bad one is a note, not sent
-            blocks, notes = await asyncio.to_thread(image_blocks, images)
+            fitted, notes = await asyncio.to_thread(image_blocks, images)
+            blocks += fitted
             for note in notes:
                 self.say(note, "yellow")
         inject = [*self._carry_over(), *(inject or [])]
@@ -692,6 +696,8 @@ class Repl:
         set_transcript(lambda: self.engine.paths.transcript)
         for warning in privacy_warnings(self.cwd):
             self.say(f"warning: {warning}", "yellow")
+        for notice in self.engine.notices_at_start:  # command / skill files skipped (links out of scope)
+            self.say(f"notice: {notice}", "yellow")
         if loaded is not None:
             for warning in loaded.warnings:
                 self.say(f"warning: {warning}", "yellow")
@@ -777,7 +783,8 @@ class Repl:
                 return result.exit_code
             if result.run_turn is not None:
                 turn_text, inject = result.run_turn
-                await self.run_turn(turn_text, inject)
+                with command_model(self.engine, result.model):
+                    await self.run_turn(turn_text, inject, extra_blocks=result.blocks)
             return None
         inject = []
         if self.mcp is not None and "@" in text:

@@ -1,4 +1,4 @@
-"""`/<skill-id> [args]` in the REPL: registered on the shared router, one command per discovered skill.
+"""`/<skill-id> [args]` and custom commands (`/<name> [args]`) in the REPL, on the shared router.
 
 Without args the skill is loaded into the conversation (a turn made of the injected skill alone);
 with args a turn runs with the skill injected before the user's text. Built-in names always win.
@@ -6,9 +6,13 @@ with args a turn runs with the skill injected before the user's text. Built-in n
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent.commands import CommandContext, CommandResult, CommandRouter
+from agent.custom_commands import CommandError, expand_command
 from services.messages import user_message
 from services.skills import RESERVED_COMMANDS, Skill, format_skill_injection
+from services.skills.commands import CustomCommand
 
 
 def skill_turn(skill: Skill, args: str | None) -> CommandResult:
@@ -33,4 +37,33 @@ def register_skill_commands(router: CommandRouter, skills: list[Skill]) -> list[
         help_text = f"skill: {skill.description or skill.display_name} [args]"
         router.register(skill.name, handler, help_text)
         added.append(skill.name)
+    return added
+
+
+def command_help(cmd: CustomCommand) -> str:
+    """The line /help and completion show: description, argument hint and where the file is."""
+    text = cmd.description or cmd.name
+    if cmd.argument_hint:
+        text += f" {cmd.argument_hint}"
+    return f"{text} ({cmd.source})"
+
+
+def register_custom_commands(router: CommandRouter, engine: Any, trusted: bool) -> list[str]:
+    """Each custom command whose name no built-in holds, on the shared router; returns the names."""
+    added = []
+    for cmd in engine.custom_commands:
+        if router.get(cmd.name) is not None:
+            continue
+
+        async def handler(ctx: CommandContext, args: str, _cmd: CustomCommand = cmd) -> CommandResult | None:
+            try:
+                exp = await expand_command(ctx.engine, _cmd, args, trusted)
+            except CommandError as exc:
+                ctx.say(str(exc), "red")
+                return None
+            header, body = exp.blocks
+            return CommandResult(run_turn=(header["text"], exp.inject), blocks=[body], model=_cmd.model)
+
+        router.register(cmd.name, handler, command_help(cmd))
+        added.append(cmd.name)
     return added

@@ -27,6 +27,8 @@ from services.config import getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
 from services.instructions import InstructionTracker
 from services.messages import Message, message_text, tool_uses, user_message
+from services.models import resolve_model
+from services.subagents import GENERAL_PURPOSE, AgentDef, agent_listing
 from services.trace import trace
 from services.usage import Usage
 from tools.base import UNBOUNDED, SessionState, Tool, ToolContext, ToolError, ToolOutput
@@ -97,10 +99,14 @@ def replay_usage_records(target: Usage, records: list[dict[str, Any]]) -> None:
 
 
 class _ChildHooks(Hooks):
-    """The parent's tool hooks; Stop hooks run only for the main agent."""
+    """The parent's tool hooks; a sub-agent's end runs SubagentStop (Stop is the main agent's)."""
 
-    def __init__(self, parent: Hooks):
+    def __init__(self, parent: Hooks, agent: dict[str, Any] | None = None):
         self.parent = parent
+        self.agent = agent or {}
+
+    async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
+        return await self.parent.subagent_stop(last_assistant_text, stop_hook_active, self.agent)
 
     async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
         return await self.parent.pre_tool_use(name, input, tool_use_id)
@@ -125,6 +131,7 @@ class AgentTool(Tool):
                 "minLength": 1,
                 "description": "The complete, self-contained task for the sub-agent and what it should report.",
             },
+            "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"},
             "tool_names": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -148,6 +155,7 @@ class AgentTool(Tool):
         max_turns: int = DEFAULT_MAX_TURNS,
         max_tokens: int = 0,
         system_prompt: Callable[[str], str] = _system_prompt,
+        agents: list[AgentDef] | None = None,
     ):
         self.get_tools = get_tools
         self.model = model
@@ -158,6 +166,21 @@ class AgentTool(Tool):
         self.max_turns = max_turns
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt
+        # Custom agents (`.claude/agents`, `--agents`): listed to the model in this tool's description.
+        self.agents = list(agents or [])
+        if any(a.source != "built-in" for a in self.agents):
+            self.description = DESCRIPTION + "\n\n" + agent_listing(self.agents)
+
+    def agent_def(self, input: dict[str, Any]) -> AgentDef | None:
+        """The `subagent_type` asked for (None: the default agent); ToolError on an unknown one."""
+        wanted = input.get("subagent_type")
+        if not isinstance(wanted, str) or not wanted.strip() or wanted == GENERAL_PURPOSE:
+            return None
+        for a in self.agents:
+            if a.name == wanted:
+                return a
+        known = ", ".join(a.name for a in self.agents) or GENERAL_PURPOSE
+        raise ToolError(f"Agent type '{wanted}' not found. Available agents: {known}")
 
     # -- the tool set a child gets ---------------------------------------------------------------
     def child_tools(self, depth: int, tool_names: list[str] | None = None) -> list[Tool]:
@@ -180,7 +203,17 @@ class AgentTool(Tool):
 
     def _names(self, input: dict[str, Any]) -> list[str] | None:
         names = input.get("tool_names")
-        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else None
+        asked = [n for n in names if isinstance(n, str)] if isinstance(names, list) else None
+        try:
+            agent = self.agent_def(input)
+        except ToolError:
+            agent = None
+        if agent is None or agent.tools is None:
+            return asked
+        # The agent file's `tools:` bound what it gets; names this session does not have are left out.
+        have = {t.name for t in self.get_tools()}
+        allowed = [n for n in agent.tools if n in have and n != self.name]
+        return [n for n in asked if n in allowed] if asked is not None else allowed
 
     # The Agent call itself changes nothing and never asks: each of the child's calls passes the gate.
     read_only = True
@@ -232,6 +265,7 @@ class AgentTool(Tool):
                 f"Agent nesting depth exceeded (max {self.max_depth}): a sub-agent cannot start another one. "
                 "Do this part of the work yourself."
             )
+        agent = self.agent_def(input)
         tools = self.child_tools(depth, self._names(input))
         if ctx.run_loop is None:
             raise ToolError("Sub-agents are not available here (no loop in this tool context).")
@@ -252,15 +286,15 @@ class AgentTool(Tool):
             run_loop=ctx.run_loop,
         )
         gate = self.get_gate() if self.get_gate else PermissionGate()
-        hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS)
+        model, system, hooks = self._agent_setup(agent, ctx, agent_id, child_dir)
         compact = self.get_compact() if self.get_compact else CompactOptions.from_env()
         history: list[Message] = [user_message(input["prompt"])]
         params: dict[str, Any] = dict(
             messages=list(history),
-            system=self.system_prompt(str(ctx.session.cwd)),
+            system=system,
             tools=tools,
             tool_context=child_ctx,
-            model=self._model(),
+            model=model,
             max_tokens=self.max_tokens,
             max_turns=self.max_turns,
             gate=gate,
@@ -278,7 +312,8 @@ class AgentTool(Tool):
                 except OSError:
                     pass
 
-        write({"type": "agent", "id": agent_id, "description": description, "depth": depth,
+        write({"type": "agent", "id": agent_id, "description": description, "depth": depth, "model": model,
+               "agent_type": agent.name if agent else GENERAL_PURPOSE,
                "tools": [t.name for t in tools], "parent_tool_use_id": ctx.tool_use_id, "created_at": time.time()})
         write({"type": "message", "message": history[0]})
         trace("agent.start", id=agent_id, description=description, depth=depth, tools=len(tools))
@@ -292,7 +327,7 @@ class AgentTool(Tool):
                     if isinstance(event, AssistantEvent):
                         history.append(event.message)
                         write({"type": "message", "message": event.message})
-                        usage.add(event.message.get("usage"), model=self._model())
+                        usage.add(event.message.get("usage"), model=model)
                         tool_calls += len(tool_uses(event.message))
                         text = message_text(event.message).strip()
                         if text:
@@ -320,6 +355,16 @@ class AgentTool(Tool):
             if transcript is not None:
                 transcript.close()
         return self._result(description, terminal, last_text, tool_calls, usage)
+
+    def _agent_setup(self, agent: AgentDef | None, ctx: ToolContext, agent_id: str,
+                     child_dir: Any) -> tuple[str, str, _ChildHooks]:
+        """The child's model, system prompt and hooks: the agent definition's, else the defaults."""
+        model = resolve_model(agent.model) if agent and agent.model not in ("", "inherit") else self._model()
+        system = agent.system_prompt if agent and agent.system_prompt else self.system_prompt(str(ctx.session.cwd))
+        hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS, {
+            "agent_id": agent_id, "agent_type": agent.name if agent else GENERAL_PURPOSE,
+            "agent_transcript_path": str(child_dir / "transcript.jsonl") if child_dir else ""})
+        return model, system, hooks
 
     def _roll_up(self, ctx: ToolContext, usage: Usage) -> None:
         """The child's usage into the parent's totals, and a transcript record for resume (main agent)."""

@@ -36,8 +36,17 @@ from services.credentials import child_env
 from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
-EVENTS = ("PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit", "SessionStart")
+EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "SessionStart")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+# Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
+# is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
+CLAUDE_CODE_EVENTS = frozenset((
+    "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Notification", "UserPromptSubmit",
+    "UserPromptExpansion", "SessionStart", "SessionEnd", "Stop", "StopFailure", "SubagentStart", "SubagentStop",
+    "PreCompact", "PostCompact", "PreModelSwitch", "PostModelSwitch", "PermissionRequest", "PermissionDenied",
+    "Setup", "TeammateIdle", "TaskCreated", "TaskCompleted", "Elicitation", "ElicitationResult", "ConfigChange",
+    "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "CwdChanged", "FileChanged", "DirectoryAdded",
+    "MessageDisplay", "PreSkillShellCommand"))
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 TIMEOUT_EXIT_CODE = 124
 MAX_CAPTURE_CHARS = 64 * 1024
@@ -145,8 +154,21 @@ def parse_hooks_config(data: Any, *, nested_only: bool = False) -> HooksConfig:
     return config
 
 
-def load_hooks_file(path: Path, *, nested_only: bool = False) -> HooksConfig | None:
-    """A file's hooks; None when it is missing, unreadable or not valid JSON."""
+def unknown_events(data: Any, *, nested_only: bool = False) -> list[str]:
+    """Event names in a parsed file that no Claude Code version has (typos: `PreToolUSe`)."""
+    if not isinstance(data, dict):
+        return []
+    table = data.get("hooks") if isinstance(data.get("hooks"), dict) else (None if nested_only else data)
+    if not isinstance(table, dict):
+        return []
+    return sorted(k for k in table if isinstance(k, str) and k not in CLAUDE_CODE_EVENTS
+                  and isinstance(table[k], list))
+
+
+def load_hooks_file(path: Path, *, nested_only: bool = False,
+                    warn: Callable[[str], None] | None = None) -> HooksConfig | None:
+    """A file's hooks; None when it is missing, unreadable or not valid JSON. Unknown event names are
+    told to `warn`, once per load, naming the file."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -155,6 +177,10 @@ def load_hooks_file(path: Path, *, nested_only: bool = False) -> HooksConfig | N
         data = json.loads(text)
     except ValueError:
         return None
+    unknown = unknown_events(data, nested_only=nested_only)
+    if unknown and warn is not None:
+        warn(f"warning: {path}: unknown hook event{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+             "(ignored; see Claude Code's hook events)")
     return parse_hooks_config(data, nested_only=nested_only)
 
 
@@ -348,6 +374,12 @@ class CommandHooks(Hooks):
         self._config: HooksConfig = {}
         self._config_key: tuple[object, ...] | None = None
         self.loads = 0  # how many times the files were parsed (tests, /status)
+        self._warned: set[str] = set()
+
+    def _warn_once(self, text: str) -> None:
+        if text not in self._warned:  # a file parsed again after a change warns again only if the text differs
+            self._warned.add(text)
+            self.report(text)
 
     def bind(self, session_id: Callable[[], str], transcript_path: Callable[[], str] | None = None) -> None:
         """Late binding to the engine, whose session id changes on /clear and /resume."""
@@ -374,7 +406,7 @@ class CommandHooks(Hooks):
             for (path, nested_only), stat in zip(config_sources(self.cwd, self.home, self.trusted), key, strict=True):
                 if stat is None:
                     continue
-                loaded = load_hooks_file(path, nested_only=nested_only) or {}
+                loaded = load_hooks_file(path, nested_only=nested_only, warn=self._warn_once) or {}
                 for event, entries in loaded.items():
                     merged.setdefault(event, []).extend(entries)
             for table in self.extra:
@@ -470,12 +502,14 @@ class CommandHooks(Hooks):
         trace("hooks.post", tool=name, count=len(outcomes), exit=",".join(str(o.exit_code) for o in outcomes))
         return None
 
-    async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "") -> StopResult:
-        entries = self.entries("Stop")
+    async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "", event: str = "Stop",
+                       extra: dict[str, Any] | None = None) -> StopResult:
+        """Stop, or SubagentStop (with the agent's fields in `extra`): same control output."""
+        entries = self.entries(event)
         if not entries:
             return StopResult()
         payload = self._payload(
-            "Stop", stop_hook_active=stop_hook_active, last_assistant_message=last_assistant_text
+            event, stop_hook_active=stop_hook_active, last_assistant_message=last_assistant_text, **(extra or {})
         )
         outcomes = await self.run_event(entries, payload)
         result = StopResult(count=len(outcomes), outcomes=outcomes)
@@ -488,17 +522,25 @@ class CommandHooks(Hooks):
                 if result.stop_reason is None and _str(obj.get("stopReason")):
                     result.stop_reason = _str(obj.get("stopReason"))
             elif obj.get("decision") == "block":
-                feedback.append(_clip(_str(obj.get("reason"))) or "Blocked by Stop hook")
+                feedback.append(_clip(_str(obj.get("reason"))) or f"Blocked by {event} hook")
             elif out.exit_code == 2:
-                feedback.append(_clip(out.stderr) or _clip(out.stdout) or "Stop hook blocked (exit 2)")
+                feedback.append(_clip(out.stderr) or _clip(out.stdout) or f"{event} hook blocked (exit 2)")
             elif out.exit_code != 0:
-                self._failed("Stop", out)
+                self._failed(event, out)
         if feedback:
             result.blocking_feedback = "\n".join(feedback)
         return result
 
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
-        result = await self.run_stop(stop_hook_active, last_assistant_text)
+        return await self._stop_decision("Stop", stop_hook_active, last_assistant_text, None)
+
+    async def subagent_stop(self, last_assistant_text: str, stop_hook_active: bool,
+                            agent: dict[str, Any]) -> HookDecision | None:
+        return await self._stop_decision("SubagentStop", stop_hook_active, last_assistant_text, agent)
+
+    async def _stop_decision(self, event: str, stop_hook_active: bool, last_assistant_text: str,
+                             extra: dict[str, Any] | None) -> HookDecision | None:
+        result = await self.run_stop(stop_hook_active, last_assistant_text, event, extra)
         if not result.count:
             return None
         decision: HookDecision | None = None
@@ -506,7 +548,7 @@ class CommandHooks(Hooks):
             decision = HookDecision("stop", result.stop_reason or "")
         elif result.blocking_feedback:
             decision = HookDecision("block", result.blocking_feedback)
-        trace("hooks.stop", count=result.count, decision=decision.action if decision else "allow")
+        trace("hooks.stop" if event == "Stop" else "hooks.subagent_stop", count=result.count, decision=decision.action if decision else "allow")
         return decision
 
     async def _context_event(

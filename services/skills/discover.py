@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.skills.safe_read import ScopedReader
+
 MAX_SKILL_BYTES = 32 * 1024
 SKILL_TRUNCATED_NOTE = "\n\n[skill truncated at 32KB]"
 SKILL_FILE = "SKILL.md"
@@ -100,11 +102,17 @@ def skill_roots(cwd: Path, home: Path | None) -> list[tuple[Path, str]]:
     return roots
 
 
-def load_skill(path: Path, source: str = "project") -> Skill | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+def load_skill(path: Path, source: str = "project", reader: ScopedReader | None = None) -> Skill | None:
+    """The skill in `path`; with a reader, None (and its notice) when the file links out of its scope."""
+    if reader is not None:
+        text = reader.read(path)
+        if text is None:
+            return None
+    else:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
     fields, body = parse_frontmatter(text)
     name = path.parent.name
     body = cap_bytes(body.strip(), MAX_SKILL_BYTES, SKILL_TRUNCATED_NOTE)
@@ -113,8 +121,11 @@ def load_skill(path: Path, source: str = "project") -> Skill | None:
     return Skill(name, display, description, body, path.resolve(), source)
 
 
-def discover_skills(cwd: Path, home: Path | None = None) -> list[Skill]:
-    """Every skill under the project's and the user's skill roots; the first one with an id wins."""
+def discover_skills(cwd: Path, home: Path | None = None, reader: ScopedReader | None = None) -> list[Skill]:
+    """Every skill under the project's and the user's skill roots; the first one with an id wins.
+    SKILL.md files are read through `reader` (default: scoped to the project and the home)."""
+    if reader is None:
+        reader = ScopedReader([cwd, *([home] if home is not None else [])])
     found: dict[str, Skill] = {}
     for root, source in skill_roots(cwd, home):
         try:
@@ -127,7 +138,7 @@ def discover_skills(cwd: Path, home: Path | None = None) -> list[Skill]:
             skill_file = d / SKILL_FILE
             if not skill_file.is_file():
                 continue
-            skill = load_skill(skill_file, source)
+            skill = load_skill(skill_file, source, reader)
             if skill is not None:
                 found[d.name] = skill
     return list(found.values())

@@ -23,15 +23,17 @@ def configure(root: Path, servers: dict[str, list[str]]) -> None:
     trust(root, Path(os.environ["AGENT_HOME"]))  # a project's .mcp.json is read only in a trusted folder
 
 
-def test_a_hung_server_does_not_delay_the_first_request(cli: CliRunner, workdir: Path,
-                                                        fake_anthropic: FakeAnthropic) -> None:
-    # MCP_TIMEOUT is ten minutes: had the run waited for the silent server, the 120 s timeout would hit.
+def test_a_hung_server_does_not_delay_the_first_request_past_the_bound(cli: CliRunner, workdir: Path,
+                                                                      fake_anthropic: FakeAnthropic) -> None:
+    # MCP_TIMEOUT is ten minutes but MCP_STARTUP_WAIT_MS bounds the wait: had the run waited for the silent
+    # server, the 120 s timeout would hit. It is still connecting, so WaitForMcpServers is offered.
     configure(workdir, {"silent": ["hang.py", "silent"], "dead": ["dies.py"]})
     fake_anthropic.text("answered")
-    r = cli("-p", "hello", timeout=120, MCP_TIMEOUT="600000")
+    r = cli("-p", "hello", timeout=120, MCP_TIMEOUT="600000", MCP_STARTUP_WAIT_MS="1000")
     assert r.code == 0, r.stderr
     assert r.stdout.strip() == "answered"
-    assert not [t["name"] for t in fake_anthropic.requests[0].body["tools"] if t["name"].startswith("mcp__")]
+    names = [t["name"] for t in fake_anthropic.requests[0].body["tools"]]
+    assert not [n for n in names if n.startswith("mcp__")] and "WaitForMcpServers" in names
     # The server that died at start is reported (with its stderr) if it failed before the run ended.
     if "dead" in r.stderr:
         assert "DATABASE_URL is not set" in r.stderr
