@@ -411,18 +411,28 @@ class Sandbox:
             dirs += [os.path.join(agent_home, n) for n in AGENT_HOME_SECRETS]
         else:
             dirs.append(agent_home)
-        for root in roots:
-            env_file = Path(root) / ".env"
-            if env_file.is_file() and _dotenv_has_secret(env_file, self.secret_names):
-                files.append(str(env_file))
-        dirs += [os.path.expanduser(p) for p in self.settings.deny_read]
+        env_files = [str(Path(r) / ".env") for r in roots
+                     if (Path(r) / ".env").is_file() and _dotenv_has_secret(Path(r) / ".env", self.secret_names)]
+        files += env_files
+        dirs += [os.path.realpath(os.path.expanduser(p)) for p in self.settings.deny_read]
+        reopen = self._reopened([agent_home, *env_files])
         args: list[str] = []
         for path in dict.fromkeys([*dirs, *files]):
             if not os.path.lexists(path) or any(_is_under(r, [path]) and r != path for r in roots):
                 continue  # a hidden folder that holds the project: its other entries are still hidden above
+            if path in reopen:
+                continue
             if os.path.isdir(path) and not os.path.islink(path):
-                args += ["--tmpfs", path, "--remount-ro", path]
+                # allowRead inside: bound on the empty tmpfs before it turns read-only (mount points need it)
+                inside = [p for p in reopen if _is_under(p, [path])]
+                args += ["--tmpfs", path, *(a for p in inside for a in ("--ro-bind", p, p)), "--remount-ro", path]
             else:
                 args += ["--ro-bind", "/dev/null", path]
         return args
+
+    def _reopened(self, never: list[str]) -> list[str]:
+        """`filesystem.allowRead`: readable again inside what is hidden. Never the agent's own home, nor a
+        file hidden for holding the agent's secrets."""
+        paths = (os.path.realpath(os.path.expanduser(raw)) for raw in self.settings.allow_read)
+        return [p for p in dict.fromkeys(paths) if os.path.exists(p) and not _is_under(p, never)]
 

@@ -281,3 +281,16 @@ def test_allowed_domains_go_through_the_filtering_proxy(cli, workdir, home, fake
     assert results[0].startswith("ORIGIN host=localhost")  # allowed: through the proxy
     assert "403" in results[1] and "ORIGIN" not in results[1]  # 127.0.0.1 is not in the list
     assert "Operation not permitted" in results[2]  # the filter still holds for the command
+
+
+def test_deny_read_hides_and_allow_read_reopens_inside_it(cli, workdir, home, fake_anthropic):
+    (home / "data" / "public").mkdir(parents=True)
+    (home / "data" / "private.txt").write_text("PRIVATE-DATA\n")
+    (home / "data" / "public" / "ok.txt").write_text("PUBLIC-DATA\n")
+    (workdir / ".env").write_text(f"ANTHROPIC_API_KEY={TEST_KEY}\n")
+    settings(home / ".claude" / "settings.json",
+             {"sandbox": {"filesystem": {"denyRead": ["~/data"], "allowRead": ["~/data/public", f"{workdir}/.env"]}}})
+    results, _ = _run(cli, fake_anthropic, "cat ~/data/private.txt; cat ~/data/public/ok.txt; p=.e; cat ${p}nv",
+                      HOME=str(home))
+    assert "PRIVATE-DATA" not in results[0] and "PUBLIC-DATA" in results[0]
+    assert TEST_KEY not in results[0]  # the file holding the agent's key is never re-opened
