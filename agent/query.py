@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from agent.compact_context import build_autocompact_context, pipeline_env
 from agent.deps import QueryDeps
 from services.compact.autocompact import AutocompactContext, compact_now
 from services.compact.budget import decide_new_results, mark_empty_results
@@ -136,11 +137,12 @@ class _ModelStream:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-def _pipeline_env(tools: list[Tool], ctx: ToolContext) -> PipelineEnv:
-    return PipelineEnv(
-        max_result_chars={t.name: t.max_result_chars for t in tools},
-        previewers={t.name: t.spill_preview for t in tools},
-        spill_dir=(ctx.session_dir / "tool-results") if ctx.session_dir else None,
+
+
+def _autocompact_context(params: QueryParams, deps: QueryDeps, tool_specs: list[dict], env: PipelineEnv) -> AutocompactContext:
+    return build_autocompact_context(
+        params.system, params.model, deps.call_model, params.compact, params.autocompact_state, tool_specs,
+        params.replacement_state, env, deps.microcompact, params.tool_context,
     )
 
 
@@ -156,7 +158,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
 
     tool_specs = specs()
     tool_ids = [id(t) for t in params.tools]
-    env = _pipeline_env(params.tools, ctx)
+    env = pipeline_env(params.tools, ctx, params.system, tool_specs)
     runner = ToolRunner(tools, ctx, params.gate, params.hooks)
     stop_hook_active = False
     paused: Message | None = None  # a pause_turn reply waiting for its continuation
@@ -173,13 +175,12 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
 
         # Stage 0: autocompact may write back a summarised history.
         if params.compact.enabled and params.compact.autocompact:
-            actx = AutocompactContext(
-                params.system, params.model, deps.call_model, params.compact, params.autocompact_state
-            )
+            actx = _autocompact_context(params, deps, tool_specs, env)
             compacted = await deps.autocompact(messages, actx)
             if compacted is not None:
-                messages = list(compacted.messages)
-                params.replacement_state.history_replaced()
+                if getattr(compacted, "replaced", True):
+                    messages = list(compacted.messages)
+                    params.replacement_state.history_replaced()
                 for ev in _compaction_events(compacted):
                     yield ev
 
@@ -205,7 +206,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                     tool_ids = [id(t) for t in params.tools]
                     tools = {t.name: t for t in params.tools}
                     tool_specs = specs()
-                    env = _pipeline_env(params.tools, ctx)
+                    env = pipeline_env(params.tools, ctx, params.system, tool_specs)
                     runner.tools = tools
 
             # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
@@ -286,7 +287,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
             if response.stop_reason == "model_context_window_exceeded" and not compacted_for_window:
                 compacted_for_window = True
                 yield RetryEvent(0, 0.0, "model_context_window_exceeded")
-                compacted = await _compact_for_window(messages, params, deps)
+                compacted = await _compact_for_window(messages, _autocompact_context(params, deps, tool_specs, env))
                 if compacted is None:
                     yield Terminal("context_window_exceeded", turn, CONTEXT_EXCEEDED, response.stop_reason)
                     return
@@ -403,14 +404,14 @@ def _flush(paused: Message | None) -> list[Event]:
 
 
 def _compaction_events(compacted) -> list[Event]:
-    """What a compaction tells the engine: its records, the new history, its notices."""
-    return [*(RecordEvent(rec) for rec in compacted.records), HistoryReplacedEvent(list(compacted.messages)),
+    """What a compaction tells the engine: its records, the new history (unless it failed), its notices."""
+    replaced = [HistoryReplacedEvent(list(compacted.messages))] if getattr(compacted, "replaced", True) else []
+    return [*(RecordEvent(rec) for rec in compacted.records), *replaced,
             *(NoticeEvent(kind, text) for kind, text in compacted.notices)]
 
 
-async def _compact_for_window(messages: list[Message], params: QueryParams, deps: QueryDeps):
+async def _compact_for_window(messages: list[Message], actx: AutocompactContext):
     """A forced compaction after model_context_window_exceeded, or None when it is not possible."""
-    actx = AutocompactContext(params.system, params.model, deps.call_model, params.compact, params.autocompact_state)
     try:
         return await compact_now(list(messages), actx, None)
     except Exception as exc:  # any failure ends in the one clear line of the Terminal

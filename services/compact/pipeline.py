@@ -1,8 +1,8 @@
 """The outbound pipeline: budget -> micro -> retain, outbound-only, run before every model call.
 
 Stage 1 (budget) spills oversized results, stage 2 (micro) clears old re-obtainable results in recorded,
-monotonic batches down to a low-water mark, stage 3 (retain) re-estimates and, still over, omits the
-oldest messages behind the kept task. The history is never changed; `COMPACT=0` skips all three.
+monotonic batches down to a low-water mark, stage 3 (retain) re-estimates and, when the request would
+still not fit (after stage 0 summarised, or could not), omits the oldest messages behind the kept task. The history is never changed; `COMPACT=0` skips all three.
 Stage 0 (autocompact, the LLM summary) runs before this, in the loop, and does rewrite the history.
 """
 
@@ -64,7 +64,7 @@ def run_outbound_pipeline(
     out = PipelineResult(history)
     s1 = apply_tool_result_budget(history, state, opts, env)
     s2 = microcompact(s1.messages, state, opts)
-    s3 = apply_retain_tail_if_needed(s2.messages, opts, state, rewritten=bool(s2.records))
+    s3 = apply_retain_tail_if_needed(s2.messages, opts, state, rewritten=bool(s2.records), fixed=env.fixed_units)
     for stage in (s1, s2, s3):
         out.records.extend(stage.records)
         out.notices.extend(stage.notices)
@@ -116,7 +116,7 @@ def _incremental(
     s1 = apply_tool_result_budget([*context, *new], state, opts, env)
     fresh = s1.messages[len(context) :]
     added = estimate_outbound_chars(fresh)
-    if last.region_estimate + added > opts.threshold or last.out_estimate + added > opts.threshold:
+    if last.region_estimate + added > opts.threshold or last.out_estimate + added > _retain_at(opts, env):
         return None  # micro or retain would act: the full pass decides (stage 1's decisions are kept)
     out = [*last.out, *fresh]
     state.last_call = _LastCall(
@@ -124,6 +124,11 @@ def _incremental(
         out, last.region_estimate + added, last.out_estimate + added,
     )
     return PipelineResult(list(out), s1.records, s1.notices)
+
+
+def _retain_at(opts: CompactOptions, env: PipelineEnv) -> int:
+    """The messages' units over which stage 3 acts."""
+    return max(1, opts.retain_units - env.fixed_units) if opts.retain_units else opts.threshold
 
 
 def compact_messages(

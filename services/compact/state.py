@@ -117,6 +117,12 @@ class ContentReplacementState:
                 state.history_replaced()  # a cut counts messages of the history it was made on
         return state
 
+    def preview_copy(self) -> ContentReplacementState:
+        """A copy whose new decisions stay in it (a request that is never stored, such as the summary's)."""
+        memo = self.retain_memo
+        return ContentReplacementState(set(self.seen), dict(self.replacements), dict(self.cleared),
+                                       RetainMemo(memo.cut, memo.keep, memo.anchor) if memo else None)
+
     def reset(self) -> None:
         self.seen.clear()
         self.replacements.clear()

@@ -40,7 +40,7 @@ def long_turn(n: int, body: int = 400, prefix: str = "u") -> list:
 
 
 def test_retain_cut_does_not_outlive_a_compaction():
-    o = CompactOptions(threshold=3000, max_messages=12)
+    o = CompactOptions(threshold=3000)
     state = ContentReplacementState()
     old = long_turn(30)
     first = apply_retain_tail_if_needed(old, o, state)
