@@ -217,7 +217,8 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
                 outbound = [*outbound, *to_api([paused])]
             thinking, output_config, request_max = thinking_request(params.model, max_tokens, params.thinking)
             request = ModelRequest(
-                outbound, params.system, tool_specs, params.model, request_max, thinking, output_config
+                outbound, params.system, tool_specs, params.model, request_max, thinking, output_config,
+                cache_anchors=piped.cache_anchors,
             )
             trace("api.request", messages=len(request.messages), tools=len(tool_specs), model=params.model,
                   max_tokens=request_max)

@@ -36,7 +36,15 @@ DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
 DEFAULT_MAX_TURN_TOOL_RESULT_CHARS = 200_000
 DEFAULT_MICRO_KEEP_RECENT = 4
 DEFAULT_MICRO_MIN_CHARS = 500
-DEFAULT_MICRO_LOW_WATER_PERCENT = 60
+# A clearing pass goes down to 30% of the threshold: each pass is one prompt-cache rewrite of what follows
+# its start, so passes must be rare and deep (bench/context_economy.py: 60% made two to three times as
+# many passes on the 160-call seeds, under a 0.93 cacheable share on two of them).
+DEFAULT_MICRO_LOW_WATER_PERCENT = 30
+# Retain's cut aims at 60% of its level (hysteresis: the next cut is many calls away).
+RETAIN_LOW_WATER_PERCENT = 60
+# A fresh turn's results together stay under 60% of the threshold (else the largest are spilled): a
+# Read the model needs whole fits, and one turn never fills the request past micro's threshold alone.
+TURN_BUDGET_PERCENT = 60
 DEFAULT_CONTEXT_WINDOW_TOKENS = 200_000
 
 
@@ -115,7 +123,7 @@ class CompactOptions:
     @property
     def retain_low_water(self) -> int:
         """Where a cut aims (hysteresis: the next cut is many calls away)."""
-        return self.retain_limit * self.micro_low_water_percent // 100
+        return self.retain_limit * RETAIN_LOW_WATER_PERCENT // 100
 
     @property
     def summary_max_tokens(self) -> int:
@@ -135,7 +143,9 @@ class CompactOptions:
         self.threshold = max(1, min(self.threshold, self.autocompact_units // 2))
         if self.autocompact_percent is not None:  # an explicit level still summarises before retain cuts
             self.autocompact_percent = max(1, min(self.autocompact_percent, retain_level_tokens(w) * 100 // w - 1))
-        self.max_turn_tool_result_chars = max(1, min(self.max_turn_tool_result_chars, self.low_water))
+        self.max_turn_tool_result_chars = max(
+            1, min(self.max_turn_tool_result_chars, self.threshold * TURN_BUDGET_PERCENT // 100)
+        )
         return self
 
     @classmethod

@@ -171,7 +171,7 @@ def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions, limi
     few placeholders while one huge recent result keeps the request over would only lose history."""
     freed = estimate_outbound_chars(dropped)
     level = opts.retain_limit
-    batch = level - level * opts.micro_low_water_percent // 100
+    batch = level - opts.retain_low_water if opts.retain_units else level - opts.low_water
     return estimated - freed <= limit or freed >= batch
 
 

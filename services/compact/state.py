@@ -57,6 +57,9 @@ class ContentReplacementState:
     cleared: dict[str, str] = field(default_factory=dict)
     # Stage 3's cut (how many history messages are omitted behind the kept task).
     retain_memo: RetainMemo | None = None
+    # Stage 2's last pass ended here (units) without reaching its low-water mark: the next pass waits until
+    # the request grew by a batch past it (`micro.next_pass_at`). 0: no such pass since the last compaction.
+    micro_floor: int = 0
     # The pipeline's previous call, reused by a call whose history only grew (transient, never a record).
     last_call: Any = field(default=None, repr=False, compare=False)
 
@@ -66,6 +69,11 @@ class ContentReplacementState:
             {"type": DECISION_RECORD, "stage": stage, "id": tool_use_id, "replacement": replacement}
         )
         return {"type": DECISION_RECORD, "stage": stage, "id": tool_use_id, "replacement": replacement}
+
+    def record_micro_floor(self, floor: int) -> dict[str, Any]:
+        """Set stage 2's floor and return its transcript record."""
+        self.micro_floor = floor
+        return {"type": DECISION_RECORD, "stage": "micro_floor", "floor": floor}
 
     def record_retain(self, memo: RetainMemo) -> dict[str, Any]:
         """Set stage 3's cut and return its transcript record."""
@@ -82,10 +90,15 @@ class ContentReplacementState:
         """A compaction boundary: the history is new, so a cut counted on the old one is void.
         (Per-id decisions stay: tool_use ids are unique, a stale one matches nothing.)"""
         self.retain_memo = None
+        self.micro_floor = 0
         self.last_call = None
 
     def apply_record(self, rec: dict[str, Any]) -> None:
         stage, tid, replacement = rec.get("stage"), rec.get("id"), rec.get("replacement")
+        if stage == "micro_floor":
+            floor = rec.get("floor")
+            self.micro_floor = floor if isinstance(floor, int) and floor >= 0 else 0
+            return
         if stage == "retain":
             cut, keep, anchor = rec.get("cut"), rec.get("keep"), rec.get("anchor")
             if keep is None and isinstance(rec.get("head"), int):  # records written before `keep`
@@ -121,11 +134,13 @@ class ContentReplacementState:
         """A copy whose new decisions stay in it (a request that is never stored, such as the summary's)."""
         memo = self.retain_memo
         return ContentReplacementState(set(self.seen), dict(self.replacements), dict(self.cleared),
-                                       RetainMemo(memo.cut, memo.keep, memo.anchor) if memo else None)
+                                       RetainMemo(memo.cut, memo.keep, memo.anchor) if memo else None,
+                                       self.micro_floor)
 
     def reset(self) -> None:
         self.seen.clear()
         self.replacements.clear()
         self.cleared.clear()
         self.retain_memo = None
+        self.micro_floor = 0
         self.last_call = None

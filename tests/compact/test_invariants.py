@@ -114,8 +114,7 @@ class Session:
     def call(self) -> list:
         """One model call: the pipeline's outbound copy, checked."""
         # The reference: a full pass from a cold copy of the state (no reuse of the previous call).
-        cold = ContentReplacementState(set(self.state.seen), dict(self.state.replacements),
-                                       dict(self.state.cleared), self.state.retain_memo)
+        cold = self.state.preview_copy()
         reference = run_outbound_pipeline(self.history, cold, self.opts, self.env)
         piped = run_outbound_pipeline(self.history, self.state, self.opts, self.env)
         assert json.dumps(to_api(piped.messages)) == json.dumps(to_api(reference.messages)), "incremental != full"
