@@ -209,7 +209,7 @@ def _budget_message(
     blocks = list(content)
     for bi, nb in new_blocks.items():
         blocks[bi] = nb
-    return {**m, "content": blocks}, total  # type: ignore[typeddict-item]
+    return {**m, "content": blocks}, total
 
 
 def _decide(

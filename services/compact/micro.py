@@ -67,17 +67,17 @@ def _replace(messages: list[Message], cleared: dict[str, str]) -> list[Message]:
             if b.get("type") != "tool_result":
                 continue
             text = cleared.get(b["tool_use_id"])  # type: ignore[typeddict-item]
-            if text is None or b.get("content") == text:  # type: ignore[union-attr]
+            if text is None or b.get("content") == text:
                 continue
             if new_content is None:
                 new_content = list(content)
-            new_content[j] = _cleared_block(b, text)  # type: ignore[arg-type]
+            new_content[j] = _cleared_block(b, text)  # type: ignore[call-overload,arg-type]
         if new_content is not None:
             if out is None:
                 out = list(messages)
             nm = dict(m)
             nm["content"] = new_content
-            out[i] = nm  # type: ignore[assignment]
+            out[i] = nm  # type: ignore[call-overload]
     return messages if out is None else out
 
 
@@ -100,20 +100,10 @@ def next_pass_at(state: ContentReplacementState, opts: CompactOptions) -> int:
     return max(opts.threshold, state.micro_floor + opts.threshold - opts.low_water)
 
 
-def microcompact_messages(
-    messages: list[Message], state: ContentReplacementState, opts: CompactOptions, force: bool = False
-) -> StageResult:
-    """`force`: clear now whatever the floor says (the request would not fit otherwise)."""
-    # Re-apply every recorded decision first (decisions are monotonic).
-    current = _replace(messages, state.cleared) if state.cleared else messages
-    # When stage 3 already omits a stretch of history (its recorded cut), only what is sent counts.
-    region = _visible_region(current, state)
-    estimated = estimate_outbound_chars(region)
-    if estimated <= (opts.threshold if force else next_pass_at(state, opts)):
-        return StageResult(current)
-
-    low_water = opts.threshold * opts.micro_low_water_percent // 100
-    uses = tool_use_index(current)
+def _eligible(
+    region: list[Message], uses: dict[str, Any], state: ContentReplacementState, opts: CompactOptions
+) -> list[tuple[str, str, int]]:
+    """(id, placeholder, units saved) of every result a pass may clear, oldest first."""
     # Seen before cleared: a result is clearable only once the model has answered with it in view,
     # i.e. an assistant message follows it. A fresh batch too big to keep is stage 1's to spill.
     last_answer = max((i for i, m in enumerate(region) if m.get("role") == "assistant"), default=-1)
@@ -154,6 +144,24 @@ def microcompact_messages(
         text = placeholder_for(name, uses[tid].get("input"))
         if len(text) < size:
             eligible.append((tid, text, size - len(text)))
+    return eligible
+
+
+def microcompact_messages(
+    messages: list[Message], state: ContentReplacementState, opts: CompactOptions, force: bool = False
+) -> StageResult:
+    """`force`: clear now whatever the floor says (the request would not fit otherwise)."""
+    # Re-apply every recorded decision first (decisions are monotonic).
+    current = _replace(messages, state.cleared) if state.cleared else messages
+    # When stage 3 already omits a stretch of history (its recorded cut), only what is sent counts.
+    region = _visible_region(current, state)
+    estimated = estimate_outbound_chars(region)
+    if estimated <= (opts.threshold if force else next_pass_at(state, opts)):
+        return StageResult(current)
+
+    low_water = opts.threshold * opts.micro_low_water_percent // 100
+    uses = tool_use_index(current)
+    eligible = _eligible(region, uses, state, opts)
     # The order of loss: whatever the totals, micro clears everything it can (down to the low-water
     # mark) before stage 3 may omit a single message. One pass clears oldest-first to the low-water
     # mark, so the next pass is many calls away (hysteresis: each pass is one prompt-cache rewrite).

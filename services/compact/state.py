@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +18,7 @@ DECISION_RECORD = "decision"
 HISTORY_REPLACED_RECORD = "history_replaced"
 
 
-def message_key(message: dict[str, Any]) -> str:
+def message_key(message: Mapping[str, Any]) -> str:
     """A stable identity for a history message: the same on every call and after a resume.
 
     Messages carry no ids of their own, so the key is a hash of what the API sees of it (bookkeeping
