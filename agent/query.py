@@ -137,9 +137,9 @@ class _ModelStream:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-
-
-def _autocompact_context(params: QueryParams, deps: QueryDeps, tool_specs: list[dict], env: PipelineEnv) -> AutocompactContext:
+def _autocompact_context(
+    params: QueryParams, deps: QueryDeps, tool_specs: list[dict], env: PipelineEnv
+) -> AutocompactContext:
     return build_autocompact_context(
         params.system, params.model, deps.call_model, params.compact, params.autocompact_state, tool_specs,
         params.replacement_state, env, deps.microcompact, params.tool_context,

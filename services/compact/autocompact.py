@@ -35,6 +35,7 @@ from services.compact.state import ContentReplacementState
 from services.compact.types import PipelineEnv
 from services.messages import Message, is_user_text_message, to_api, tool_results, tool_uses, user_message
 from services.model_types import ModelRequest, ModelResponse, TextDelta
+from services.models import max_output_tokens
 from services.request_check import ensure_valid
 from services.trace import trace
 
@@ -152,7 +153,8 @@ def summary_request(source: list[Message], ctx: AutocompactContext, instructions
         msgs.append({"role": "user", "content": [prompt]})
     system = ctx.system or SUMMARY_SYSTEM
     msgs = ensure_valid(msgs, system, ctx.tools)
-    return ModelRequest(msgs, system, list(ctx.tools), ctx.model, ctx.options.summary_max_tokens)
+    max_tokens = min(ctx.options.summary_max_tokens, max_output_tokens(ctx.model))  # some models write less
+    return ModelRequest(msgs, system, list(ctx.tools), ctx.model, max_tokens)
 
 
 async def summary_call(
