@@ -2,8 +2,9 @@
 
 `python bench/context_economy.py` replays scripted coding sessions (a 60-call one: 3 tasks; 160-call ones:
 8 tasks; Read, Grep, Bash, Edit and Glob results built from the real files of this venv's site-packages,
-16 B to 95 KB each) through the real loop (QueryEngine -> query -> stages 0-3) with a scripted model,
-under four policies:
+16 B to 95 KB each, and 20-160 words of the model's reasoning before every call) through the real loop
+(QueryEngine -> query -> stages 0-3) with a scripted model, at the default window (200k tokens), under four
+policies:
 
   none   COMPACT=0: the whole history every call.
   mini   react-agent-mini's policy, implemented here: every result truncated at 4000 chars, then
@@ -19,8 +20,9 @@ the file's last Read is no longer visible whole (cleared, truncated or dropped) 
 first (a simulated re-read, one extra call). Every request goes through a block-level simulation of the
 prompt cache (entries written at breakpoints, found at a breakpoint or up to 20 blocks before one):
 cache read 0.1x, cache write 1.25x of $3/MTok input, the rest 1x; output tokens excluded. Also measured:
-cache breaks, the user's prompts missing from a request, a threshold / low-water sweep, and the token
-estimate's calibration against a tokenizer's counts.
+cache breaks, the user's prompts missing from a request, the model's words missing from a request (before
+the policy's first summary, and at the end), a threshold / low-water sweep (skipped with --no-sweep), and the
+token estimate's calibration against a tokenizer's counts.
 """
 
 from __future__ import annotations
@@ -77,11 +79,10 @@ INPUT_PRICE = 3.0 / 1_000_000  # $ per input token
 CACHE_READ, CACHE_WRITE = 0.1, 1.25
 SYSTEM = "You are a coding agent. Use the tools to read, search, run and edit code. " * 20
 TASKS = 8
-# "ours" runs with every default (COMPACT_THRESHOLD_CHARS=240000); "ours@80k" is the same policy at the
-# seed's 80000 chars, to show why the default moved (its share ceiling is under 0.9).
+# "ours" runs with every default (COMPACT_THRESHOLD_CHARS=240000, low-water 30%); "ours@T/L" are the sweep's.
 OURS_THRESHOLDS = {"ours": DEFAULT_THRESHOLD_CHARS}
 # The threshold / low-water sweep: (threshold chars, low-water percent) -> policy name "ours@T/L".
-SWEEP = [(t, lw) for t in (80_000, 160_000, 240_000, 320_000) for lw in (40, 60, 80)]
+SWEEP = [(t, lw) for t in (80_000, 160_000, 240_000, 320_000) for lw in (30, 40, 60)]
 SHORT_TASKS = 3  # 3 tasks x 19 calls + 3 answers: the 60-call replay of the issue
 SEEDS = (7, 11, 13, 17)  # the main table replays seed 7; the robustness table all of them
 ACTIONS_PER_TASK = 19
