@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from services.compact.autocompact import AutocompactContext, compact_now
+from agent.compact_context import build_autocompact_context, pipeline_env, tool_specs_for
+from services.compact.autocompact import compact_now
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
 from services.models import (
@@ -191,9 +192,12 @@ def cmd_clear(ctx: CommandContext, args: str) -> None:
 
 async def cmd_compact(ctx: CommandContext, args: str) -> None:
     engine = ctx.engine
-    actx = AutocompactContext(
+    tctx = engine.tool_context()
+    specs = tool_specs_for(engine.tools, list(engine.config.server_tools))
+    actx = build_autocompact_context(
         engine.config.system_prompt, engine.config.model, engine.deps.call_model, engine.config.compact,
-        engine.autocompact_state,
+        engine.autocompact_state, specs, engine.replacement_state,
+        pipeline_env(engine.tools, tctx, engine.config.system_prompt, specs), engine.deps.microcompact, tctx,
     )
     before = context_percent(engine)
     try:

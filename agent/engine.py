@@ -188,9 +188,11 @@ class QueryEngine:
 
     def compacted(self, messages: list[Message]) -> None:
         """/compact's summary in place of the history: the summarised reads and the last usage report
-        no longer describe what the model sees."""
+        no longer describe what the model sees, except the files re-attached from disk."""
         self.replace_history(messages)
-        self.state.read_state.clear()
+        attached = {(m.get("meta") or {}).get("path") for m in messages}
+        for path in [p for p in self.state.read_state if p not in attached]:
+            del self.state.read_state[path]
         self.last_usage = {}
 
     def clear(self) -> None:

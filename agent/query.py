@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.compact_context import build_autocompact_context, pipeline_env
 from agent.deps import QueryDeps
 from services.compact.autocompact import AutocompactContext, AutocompactResult, compact_now
 from services.compact.budget import decide_new_results, mark_empty_results
@@ -140,11 +141,11 @@ class _ModelStream:
         await asyncio.gather(self.task, return_exceptions=True)
 
 
-def _pipeline_env(tools: list[Tool], ctx: ToolContext) -> PipelineEnv:
-    return PipelineEnv(
-        max_result_chars={t.name: t.max_result_chars for t in tools},
-        previewers={t.name: t.spill_preview for t in tools},
-        spill_dir=(ctx.session_dir / "tool-results") if ctx.session_dir else None,
+def _autocompact_context(params: QueryParams, deps: QueryDeps, tool_specs: list[dict[str, Any]],
+                         env: PipelineEnv) -> AutocompactContext:
+    return build_autocompact_context(
+        params.system, params.model, deps.call_model, params.compact, params.autocompact_state, tool_specs,
+        params.replacement_state, env, deps.microcompact, params.tool_context,
     )
 
 
@@ -200,7 +201,7 @@ class _Loop:
         self.replaced = replaced_client_tools(params.server_tools)
         self.tool_ids: list[int] = []
         self.tool_specs: list[dict[str, Any]] = []
-        self.env = _pipeline_env(params.tools, self.ctx)
+        self.env = pipeline_env(params.tools, self.ctx, params.system, [])
         self.runner = ToolRunner({}, self.ctx, params.gate, params.hooks)
         self._tools_changed()
         self.stop_hook_active = False
@@ -212,7 +213,7 @@ class _Loop:
         self.tool_ids = [id(t) for t in params.tools]
         self.tool_specs = ([t.to_api() for t in params.tools if t.name not in self.replaced]
                            + server_tool_specs(params.server_tools))
-        self.env = _pipeline_env(params.tools, self.ctx)
+        self.env = pipeline_env(params.tools, self.ctx, params.system, self.tool_specs)
         self.runner.tools = {t.name: t for t in params.tools}
 
     def new_exchange(self) -> Exchange:
@@ -241,16 +242,16 @@ class _Loop:
         params = self.params
         if not (params.compact.enabled and params.compact.autocompact):
             return
-        actx = AutocompactContext(params.system, params.model, self.deps.call_model, params.compact,
-                                  params.autocompact_state)
+        actx = _autocompact_context(params, self.deps, self.tool_specs, self.env)
         compacted = await self.deps.autocompact(self.messages, actx)
         if compacted is not None:
             for ev in self._replace_history(compacted):
                 yield ev
 
     def _replace_history(self, compacted: AutocompactResult) -> list[Event]:
-        self.messages = list(compacted.messages)
-        self.params.replacement_state.history_replaced()
+        if getattr(compacted, "replaced", True):  # a failed summary keeps the history (retain may cut)
+            self.messages = list(compacted.messages)
+            self.params.replacement_state.history_replaced()
         return _compaction_events(compacted)
 
     async def call_model(self, x: Exchange) -> AsyncIterator[Event]:
@@ -296,7 +297,7 @@ class _Loop:
             outbound = [*outbound, *to_api([self.paused])]
         thinking, output_config, x.request_max = thinking_request(params.model, x.max_tokens, params.thinking)
         out.append(ModelRequest(outbound, params.system, self.tool_specs, params.model, x.request_max, thinking,
-                                output_config))
+                                output_config, cache_anchors=piped.cache_anchors))
         trace("api.request", messages=len(outbound), tools=len(self.tool_specs), model=params.model,
               max_tokens=x.request_max)
 
@@ -353,7 +354,8 @@ class _Loop:
         if response.stop_reason == "model_context_window_exceeded" and not x.compacted_for_window:
             x.compacted_for_window = True
             yield RetryEvent(0, 0.0, "model_context_window_exceeded")
-            compacted = await _compact_for_window(self.messages, self.params, self.deps)
+            compacted = await _compact_for_window(
+                self.messages, _autocompact_context(self.params, self.deps, self.tool_specs, self.env))
             if compacted is None:
                 x.terminal = Terminal("context_window_exceeded", x.turn, CONTEXT_EXCEEDED, response.stop_reason)
                 return
@@ -497,15 +499,14 @@ def _flush(paused: Message | None) -> list[Event]:
 
 
 def _compaction_events(compacted: AutocompactResult) -> list[Event]:
-    """What a compaction tells the engine: its records, the new history, its notices."""
-    return [*(RecordEvent(rec) for rec in compacted.records), HistoryReplacedEvent(list(compacted.messages)),
+    """What a compaction tells the engine: its records, the new history (unless it failed), its notices."""
+    replaced = [HistoryReplacedEvent(list(compacted.messages))] if getattr(compacted, "replaced", True) else []
+    return [*(RecordEvent(rec) for rec in compacted.records), *replaced,
             *(NoticeEvent(kind, text) for kind, text in compacted.notices)]
 
 
-async def _compact_for_window(messages: list[Message], params: QueryParams,
-                              deps: QueryDeps) -> AutocompactResult | None:
+async def _compact_for_window(messages: list[Message], actx: AutocompactContext) -> AutocompactResult | None:
     """A forced compaction after model_context_window_exceeded, or None when it is not possible."""
-    actx = AutocompactContext(params.system, params.model, deps.call_model, params.compact, params.autocompact_state)
     try:
         return await compact_now(list(messages), actx, None)
     except Exception as exc:  # any failure ends in the one clear line of the Terminal

@@ -13,12 +13,21 @@ falls out of the lookback and every such turn is a full cache miss. So, at most 
    of what the previous request wrote;
 4. the last block of the request: the write the next request will read.
 
+Else (no big batch) the fourth goes to the **pass anchor**: the block just before the oldest tool result
+that stage 2 (micro) may still clear, when it lies `LOOKBACK_BLOCKS` or more blocks before the end. It stays
+put between clearing passes, so every request reads (and so keeps alive) its entry; the request after a pass
+rewrites only what follows it instead of the whole conversation.
+
 Copies only the blocks it marks; the inputs are never changed.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from services.compact.estimate import result_chars
+from services.compact.micro import MICROCOMPACT_NOTE, is_compactable_tool_name
+from services.compact.options import DEFAULT_MICRO_MIN_CHARS
 
 LOOKBACK_BLOCKS = 20
 EPHEMERAL = {"type": "ephemeral"}
@@ -53,6 +62,38 @@ def blocks_between(messages: list[dict[str, Any]], start: tuple[int, int]) -> in
     return n
 
 
+def _clearable(block: Any, names: dict[str, str]) -> bool:
+    """A tool result micro may still clear: compactable, bigger than its minimum, not cleared yet."""
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return False
+    content = block.get("content")
+    if isinstance(content, str) and content.startswith(MICROCOMPACT_NOTE):
+        return False
+    name = names.get(str(block.get("tool_use_id")), "")
+    return is_compactable_tool_name(name) and result_chars(content or "") > DEFAULT_MICRO_MIN_CHARS
+
+
+def pass_anchor(messages: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """(message, block) just before the oldest tool result micro may still clear, when it lies
+    LOOKBACK_BLOCKS or more blocks before the request's end; else None."""
+    names = {b["id"]: b.get("name", "") for m in messages if m.get("role") == "assistant"
+             for b in (m.get("content") if isinstance(m.get("content"), list) else []) or []
+             if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b}
+    prev: tuple[int, int] | None = None
+    for mi, m in enumerate(messages):
+        content = m.get("content")
+        if not isinstance(content, list):
+            prev = None
+            continue
+        for bi, b in enumerate(content):
+            if _clearable(b, names):
+                if prev is None or blocks_between(messages, prev) < LOOKBACK_BLOCKS:
+                    return None
+                return prev
+            prev = (mi, bi)
+    return None
+
+
 def _mark_block(messages: list[dict[str, Any]], mi: int, bi: int) -> bool:
     m = messages[mi]
     content = m.get("content")
@@ -64,20 +105,50 @@ def _mark_block(messages: list[dict[str, Any]], mi: int, bi: int) -> bool:
     return True
 
 
+def before_result(messages: list[dict[str, Any]], tool_use_id: str) -> tuple[int, int] | None:
+    """(message, block) of the block just before the tool_result answering `tool_use_id`."""
+    prev: tuple[int, int] | None = None
+    for mi, m in enumerate(messages):
+        content = m.get("content")
+        if not isinstance(content, list):
+            prev = None
+            continue
+        for bi, b in enumerate(content):
+            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id:
+                return prev
+            prev = (mi, bi)
+    return None
+
+
+def _message_marks(out: list[dict[str, Any]], anchors: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where the message breakpoints go, most important first (the last block first)."""
+    content = out[-1].get("content")
+    marks = [(len(out) - 1, len(content) - 1)] if isinstance(content, list) and content else []
+    prev = previous_end(out)
+    if prev is not None and blocks_between(out, prev) >= LOOKBACK_BLOCKS:
+        return [*marks, prev]
+    for tid in anchors[:1]:  # the request after a clearing pass: read what was cached before it
+        start = before_result(out, tid)
+        if start is not None and blocks_between(out, start) >= LOOKBACK_BLOCKS:
+            marks.append(start)
+    anchor = pass_anchor(out)
+    if anchor is not None and anchor not in marks:
+        marks.append(anchor)
+    return marks
+
+
 def place_breakpoints(
-    system: str, tools: list[dict[str, Any]], messages: list[dict[str, Any]]
+    system: str, tools: list[dict[str, Any]], messages: list[dict[str, Any]], anchors: tuple[str, ...] = ()
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(system blocks, tools, messages) with at most four breakpoints, placed as the module says."""
+    """(system blocks, tools, messages) with at most four breakpoints, placed as the module says. When
+    three message breakpoints are wanted (after a clearing pass), the tool list's goes: the system
+    prompt's entry covers the tools too (they come first)."""
     system_blocks = [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if system else []
-    tools_out = list(tools)
-    if tools_out:
-        tools_out[-1] = {**tools_out[-1], "cache_control": EPHEMERAL}
     out = list(messages)
-    if out:
-        content = out[-1].get("content")
-        if isinstance(content, list) and content:
-            _mark_block(out, len(out) - 1, len(content) - 1)
-        prev = previous_end(out)
-        if prev is not None and blocks_between(out, prev) >= LOOKBACK_BLOCKS:
-            _mark_block(out, *prev)
+    marks = _message_marks(out, anchors) if out else []
+    tools_out = list(tools)
+    if tools_out and len(marks) + len(system_blocks) < 4:
+        tools_out[-1] = {**tools_out[-1], "cache_control": EPHEMERAL}
+    for mi, bi in marks[: 4 - len(system_blocks)]:
+        _mark_block(out, mi, bi)
     return system_blocks, tools_out, out

@@ -28,6 +28,9 @@ class ModelRequest:
     output_config: dict[str, Any] | None = None
     # Also yield every raw API stream event (`RawStreamEvent`): stream-json's --include-partial-messages.
     raw_events: bool = False
+    # tool_use ids whose result's preceding block gets a cache breakpoint: where this request's clearing
+    # pass started (services/cache_breakpoints.py: the request after a pass reads the prefix before it).
+    cache_anchors: tuple[str, ...] = ()
 
 
 @dataclass

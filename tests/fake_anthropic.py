@@ -28,6 +28,7 @@ import json
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -138,6 +139,9 @@ class FakeAnthropic:
         self.models: dict[str, dict[str, Any]] | None = None  # id -> extra fields (max_input_tokens, ...)
         self.unexpected: list[Recorded] = []
         self.gate_timed_out = False
+        # Called with each /v1/messages request before a step is taken: a Step it returns answers that
+        # request instead (a reply that depends on what was sent); it may also adjust the queued steps.
+        self.before: Callable[[Recorded], Step | None] | None = None
         self._lock = threading.Lock()
         self._closing = threading.Event()
         fake = self
@@ -275,7 +279,8 @@ class FakeAnthropic:
             return
         with self._lock:
             self.requests.append(rec)
-            step = self.steps.pop(0) if self.steps else None
+            chosen = self.before(rec) if self.before is not None else None
+            step = chosen if chosen is not None else (self.steps.pop(0) if self.steps else None)
         if step is None:
             self.unexpected.append(rec)
             self._json(h, 500, {"type": "error", "error": {"type": "api_error", "message": "script exhausted"}},

@@ -57,7 +57,7 @@ def request_metadata() -> dict[str, Any]:
 
 def _cache_marked(request: ModelRequest) -> tuple[list[dict], list[dict], list[dict]]:
     """System, tools and messages with prompt-cache breakpoints (services/cache_breakpoints.py)."""
-    return place_breakpoints(request.system, list(request.tools), list(request.messages))
+    return place_breakpoints(request.system, list(request.tools), list(request.messages), request.cache_anchors)
 
 
 def _retry_after(exc: Any) -> float | None:

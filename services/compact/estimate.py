@@ -56,3 +56,12 @@ def estimate_outbound_chars(messages: list[Message]) -> int:
         for b in m.get("content") or []:
             total += block_chars(b)  # type: ignore[arg-type]
     return total
+
+
+def fixed_units(system: str, tool_specs: list[dict[str, Any]]) -> int:
+    """Units of what every request carries beside the messages: the system prompt and the tool schemas."""
+    try:
+        tools = json.dumps(tool_specs, ensure_ascii=False)
+    except (TypeError, ValueError):
+        tools = ""
+    return text_units(system or "") + text_units(tools)

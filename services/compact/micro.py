@@ -85,19 +85,22 @@ def _visible_region(messages: list[Message], state: ContentReplacementState) -> 
     return [*(messages[k] for k in memo.keep), *messages[memo.cut :]]
 
 
-def microcompact_messages(
-    messages: list[Message], state: ContentReplacementState, opts: CompactOptions
-) -> StageResult:
-    # Re-apply every recorded decision first (decisions are monotonic).
-    current = _replace(messages, state.cleared) if state.cleared else messages
-    # When stage 3 already omits a stretch of history (its recorded cut), only what is sent counts.
-    region = _visible_region(current, state)
-    estimated = estimate_outbound_chars(region)
-    if estimated <= opts.threshold:
-        return StageResult(current)
+def next_pass_at(state: ContentReplacementState, opts: CompactOptions) -> int:
+    """The estimate over which a new clearing pass starts: the threshold, or, when the last pass could
+    not reach the low-water mark (what is left is mostly not clearable: the model's and the user's words,
+    recent results), a batch (threshold - low-water) past where it ended. Without this, such a session
+    would clear a result or two on every call, each a prompt-cache miss; with it, a pass is many calls
+    away (the order of loss is kept: the pipeline forces a pass before retain may cut). Only with the
+    derived levels (`retain_units`): the older contract has retain acting at the threshold."""
+    if not opts.retain_units or not state.micro_floor:
+        return opts.threshold
+    return max(opts.threshold, state.micro_floor + opts.threshold - opts.low_water)
 
-    low_water = opts.threshold * opts.micro_low_water_percent // 100
-    uses = tool_use_index(current)
+
+def _eligible(
+    region: list[Message], uses: dict[str, Any], state: ContentReplacementState, opts: CompactOptions
+) -> list[tuple[str, str, int]]:
+    """(id, placeholder, units saved) of every result a pass may clear, oldest first."""
     # Seen before cleared: a result is clearable only once the model has answered with it in view,
     # i.e. an assistant message follows it. A fresh batch too big to keep is stage 1's to spill.
     last_answer = max((i for i, m in enumerate(region) if m.get("role") == "assistant"), default=-1)
@@ -138,6 +141,24 @@ def microcompact_messages(
         text = placeholder_for(name, uses[tid].get("input"))
         if len(text) < size:
             eligible.append((tid, text, size - len(text)))
+    return eligible
+
+
+def microcompact_messages(
+    messages: list[Message], state: ContentReplacementState, opts: CompactOptions, force: bool = False
+) -> StageResult:
+    """`force`: clear now whatever the floor says (the request would not fit otherwise)."""
+    # Re-apply every recorded decision first (decisions are monotonic).
+    current = _replace(messages, state.cleared) if state.cleared else messages
+    # When stage 3 already omits a stretch of history (its recorded cut), only what is sent counts.
+    region = _visible_region(current, state)
+    estimated = estimate_outbound_chars(region)
+    if estimated <= (opts.threshold if force else next_pass_at(state, opts)):
+        return StageResult(current)
+
+    low_water = opts.threshold * opts.micro_low_water_percent // 100
+    uses = tool_use_index(current)
+    eligible = _eligible(region, uses, state, opts)
     # The order of loss: whatever the totals, micro clears everything it can (down to the low-water
     # mark) before stage 3 may omit a single message. One pass clears oldest-first to the low-water
     # mark, so the next pass is many calls away (hysteresis: each pass is one prompt-cache rewrite).
@@ -157,6 +178,10 @@ def microcompact_messages(
     trace("compact.run stage=micro", estimated=estimated, overThreshold=True, strategy="micro")
     if not new:
         return StageResult(current)
+    if opts.retain_units:  # where this pass ended: the next one waits for a batch past it if over low-water
+        floor = remaining if remaining >= low_water else 0
+        if floor != state.micro_floor:
+            records.append(state.record_micro_floor(floor))
     out = _replace(current, new)
     notice = (
         "cleared",

@@ -1,8 +1,8 @@
 """The outbound pipeline: budget -> micro -> retain, outbound-only, run before every model call.
 
 Stage 1 (budget) spills oversized results, stage 2 (micro) clears old re-obtainable results in recorded,
-monotonic batches down to a low-water mark, stage 3 (retain) re-estimates and, still over, omits the
-oldest messages behind the kept task. The history is never changed; `COMPACT=0` skips all three.
+monotonic batches down to a low-water mark, stage 3 (retain) re-estimates and, when the request would
+still not fit (after stage 0 summarised, or could not), omits the oldest messages behind the kept task. The history is never changed; `COMPACT=0` skips all three.
 Stage 0 (autocompact, the LLM summary) runs before this, in the loop, and does rewrite the history.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from services.compact.budget import apply_tool_result_budget
 from services.compact.estimate import estimate_outbound_chars
-from services.compact.micro import microcompact_messages
+from services.compact.micro import microcompact_messages, next_pass_at
 from services.compact.options import CompactOptions
 from services.compact.retain import apply_retain_tail_if_needed
 from services.compact.state import ContentReplacementState
@@ -29,6 +29,8 @@ class PipelineResult:
     messages: list[Message]
     records: list[dict[str, Any]] = field(default_factory=list)
     notices: list[tuple[str, str]] = field(default_factory=list)
+    # The first result a clearing pass of this call cleared: the request marks the block before it.
+    cache_anchors: tuple[str, ...] = ()
 
 
 @dataclass
@@ -64,11 +66,17 @@ def run_outbound_pipeline(
     out = PipelineResult(history)
     s1 = apply_tool_result_budget(history, state, opts, env)
     s2 = microcompact(s1.messages, state, opts)
-    s3 = apply_retain_tail_if_needed(s2.messages, opts, state, rewritten=bool(s2.records))
+    if microcompact is microcompact_messages and _over_retain(s2.messages, state, opts, env):
+        # Micro waited for its next batch, but the request would not fit: it clears before retain may cut.
+        more = microcompact_messages(s2.messages, state, opts, force=True)
+        s2 = StageResult(more.messages, [*s2.records, *more.records], [*s2.notices, *more.notices])
+    s3 = apply_retain_tail_if_needed(s2.messages, opts, state, rewritten=bool(s2.records), fixed=env.fixed_units)
     for stage in (s1, s2, s3):
         out.records.extend(stage.records)
         out.notices.extend(stage.notices)
     out.messages = s3.messages
+    cleared_now = [r["id"] for r in s2.records if r.get("stage") == "micro" and isinstance(r.get("id"), str)]
+    out.cache_anchors = tuple(cleared_now[:1])
     if history:
         memo = state.retain_memo
         region = [*(s2.messages[k] for k in memo.keep), *s2.messages[memo.cut :]] if memo else s2.messages
@@ -116,7 +124,7 @@ def _incremental(
     s1 = apply_tool_result_budget([*context, *new], state, opts, env)
     fresh = s1.messages[len(context) :]
     added = estimate_outbound_chars(fresh)
-    if last.region_estimate + added > opts.threshold or last.out_estimate + added > opts.threshold:
+    if last.region_estimate + added > next_pass_at(state, opts) or last.out_estimate + added > _retain_at(opts, env):
         return None  # micro or retain would act: the full pass decides (stage 1's decisions are kept)
     out = [*last.out, *fresh]
     state.last_call = _LastCall(
@@ -124,6 +132,19 @@ def _incremental(
         out, last.region_estimate + added, last.out_estimate + added,
     )
     return PipelineResult(list(out), s1.records, s1.notices)
+
+
+def _over_retain(messages: list[Message], state: ContentReplacementState, opts: CompactOptions, env: PipelineEnv) -> bool:
+    if not opts.retain_units or not state.micro_floor:
+        return False
+    memo = state.retain_memo
+    region = [*(messages[k] for k in memo.keep), *messages[memo.cut :]] if memo and memo.cut < len(messages) else messages
+    return estimate_outbound_chars(region) > _retain_at(opts, env)
+
+
+def _retain_at(opts: CompactOptions, env: PipelineEnv) -> int:
+    """The messages' units over which stage 3 acts."""
+    return max(1, opts.retain_units - env.fixed_units) if opts.retain_units else opts.threshold
 
 
 def compact_messages(

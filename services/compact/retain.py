@@ -1,7 +1,11 @@
-"""Stage 3: retain the tail, the last resort when micro could not get under the threshold.
+"""Stage 3: retain the tail, the last resort when a request would not fit the context window.
 
-Re-estimates after stage 2: at or under the threshold it is a no-op ("what came before was enough, so
-nothing more is dropped"). Still over (whatever the message count): the outbound copy becomes
+With the derived levels (`CompactOptions.derive`) it acts only over the retain level (the window less the
+room for the reply, system prompt and tools included): after micro cleared what it could and autocompact
+summarised, or could not (the summary failed, the breaker is open, AUTOCOMPACT=0, one huge turn). Every
+cut is announced (a notice) and traced. Options built by hand without `retain_units` keep the older
+contract: it acts over `threshold`. Re-estimates after stage 2: under the level it is a no-op. Over it
+(whatever the message count): the outbound copy becomes
 
     the head: after a compaction its boundary and summary; the task, i.e. the user's own first message
     (by origin: injected @resource/hook/skill context before it is not the task and may be omitted);
@@ -80,9 +84,16 @@ KEEP_USER_UNITS = 80_000
 
 
 def user_keep_budget(opts: CompactOptions) -> int:
-    """Units of the user's own messages a cut keeps: ~20k tokens, at most a quarter of the low-water
-    mark (the cut aims under the low-water mark with them)."""
-    return min(KEEP_USER_UNITS, opts.low_water // 4)
+    """Units of the user's own messages a cut keeps: ~20k tokens, at most a quarter of the mark the cut
+    aims under (it aims there with them)."""
+    return min(KEEP_USER_UNITS, cut_target(opts) // 4)
+
+
+def cut_target(opts: CompactOptions, fixed: int = 0) -> int:
+    """Where a cut aims (messages' units): the low-water mark of the level retain acts at."""
+    if opts.retain_units:
+        return max(1, opts.retain_low_water - fixed)
+    return opts.low_water
 
 
 def with_user_messages(
@@ -119,7 +130,7 @@ def closed_from(messages: list[Message]) -> list[bool]:
 
 
 def find_cut(
-    messages: list[Message], keep: tuple[int, ...], lower: int, opts: CompactOptions
+    messages: list[Message], keep: tuple[int, ...], lower: int, opts: CompactOptions, fixed: int = 0
 ) -> int | None:
     """Where the kept tail starts: the first safe index >= `lower` after which head + marker + tail
     fit under the low-water mark (so the next cut is many calls away: each cut is a prompt-cache
@@ -142,7 +153,7 @@ def find_cut(
         suffix += sizes[k]
         suffixes[k] = suffix
     head = estimate_outbound_chars([messages[k] for k in keep]) + len(OMITTED_TEMPLATE) + 8
-    target = opts.low_water - user_keep_budget(opts)
+    target = cut_target(opts, fixed) - user_keep_budget(opts)
     best = None
     for k in range(0, last_prompt - lower + 1):
         m = messages[lower + k]
@@ -154,13 +165,14 @@ def find_cut(
     return best
 
 
-def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions) -> bool:
+def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions, limit: int) -> bool:
     """A cut changes the request's prefix (a prompt-cache miss for all of it), so it must buy room:
     get under the threshold, or free at least a batch (threshold minus the low-water mark). Dropping a
     few placeholders while one huge recent result keeps the request over would only lose history."""
     freed = estimate_outbound_chars(dropped)
-    batch = opts.threshold - opts.threshold * opts.micro_low_water_percent // 100
-    return estimated - freed <= opts.threshold or freed >= batch
+    level = opts.retain_limit
+    batch = level - opts.retain_low_water if opts.retain_units else level - opts.low_water
+    return estimated - freed <= limit or freed >= batch
 
 
 def valid_memo(state: ContentReplacementState | None, messages: list[Message]) -> RetainMemo | None:
@@ -194,14 +206,21 @@ def apply_retain_tail_if_needed(
     opts: CompactOptions,
     state: ContentReplacementState | None = None,
     rewritten: bool = False,
+    fixed: int = 0,
 ) -> StageResult:
     """`state` (the session's ContentReplacementState, optional) remembers the cut: once messages are
     omitted they stay omitted, and the cut only moves forward, when the request is over again.
 
     `rewritten`: micro changed the prefix in this call (a cache miss already). If it could not get
     down to the low-water mark, retain cuts to it now, in the same miss, instead of leaving the
-    request just under the threshold where every next call would clear a little (a miss each)."""
-    limit = opts.low_water if rewritten else opts.threshold
+    request just under the threshold where every next call would clear a little (a miss each).
+    With the derived levels (`opts.retain_units`) retain acts only when the request (messages + `fixed`,
+    the system prompt and tools) would not fit: the model's words are summarised (stage 0) before that,
+    never dropped for micro's sake, so `rewritten` changes nothing then."""
+    if opts.retain_units:
+        limit = max(1, opts.retain_units - fixed)
+    else:
+        limit = opts.low_water if rewritten else opts.threshold
     memo = valid_memo(state, messages)
     if state is not None and state.retain_memo is not None and memo is None:
         state.retain_memo = None  # made on another history (a compaction, a rewind): void for good
@@ -217,10 +236,10 @@ def apply_retain_tail_if_needed(
         lower = memo.cut + 1
     # No message-count cap (react-agent-mini's max_messages): the cut is sized by the estimate alone.
     if memo is None or estimated > limit:
-        found = find_cut(messages, keep, lower, opts)
-        if memo is not None and (found is None or not _worth_it(messages[memo.cut : found], estimated, opts)):
+        found = find_cut(messages, keep, lower, opts, fixed)
+        if memo is not None and (found is None or not _worth_it(messages[memo.cut : found], estimated, opts, limit)):
             found = None
-        elif memo is None and (found is None or not _worth_it(_dropped(messages, keep, found), estimated, opts)):
+        elif memo is None and (found is None or not _worth_it(_dropped(messages, keep, found), estimated, opts, limit)):
             return StageResult(messages)
     else:
         found = None
@@ -242,8 +261,10 @@ def apply_retain_tail_if_needed(
             "compact.run stage=retain",
             droppedMessages=dropped,
             estimated=estimated,
+            limit=limit,
             overThreshold=True,
             strategy="retain",
         )
-        notices.append(("omitted", f"{dropped} earlier messages omitted from this request (still over the threshold)."))
+        notices.append(("omitted", f"{dropped} earlier messages omitted from this request: it would not fit the "
+                                   "context window otherwise (no summary available)."))
     return StageResult(out, records, notices)

@@ -18,7 +18,7 @@ DECISION_RECORD = "decision"
 HISTORY_REPLACED_RECORD = "history_replaced"
 
 
-def message_key(message: Mapping[str, object]) -> str:
+def message_key(message: Mapping[str, Any]) -> str:
     """A stable identity for a history message: the same on every call and after a resume.
 
     Messages carry no ids of their own, so the key is a hash of what the API sees of it (bookkeeping
@@ -58,6 +58,9 @@ class ContentReplacementState:
     cleared: dict[str, str] = field(default_factory=dict)
     # Stage 3's cut (how many history messages are omitted behind the kept task).
     retain_memo: RetainMemo | None = None
+    # Stage 2's last pass ended here (units) without reaching its low-water mark: the next pass waits until
+    # the request grew by a batch past it (`micro.next_pass_at`). 0: no such pass since the last compaction.
+    micro_floor: int = 0
     # The pipeline's previous call, reused by a call whose history only grew (transient, never a record).
     last_call: Any = field(default=None, repr=False, compare=False)
 
@@ -67,6 +70,11 @@ class ContentReplacementState:
             {"type": DECISION_RECORD, "stage": stage, "id": tool_use_id, "replacement": replacement}
         )
         return {"type": DECISION_RECORD, "stage": stage, "id": tool_use_id, "replacement": replacement}
+
+    def record_micro_floor(self, floor: int) -> dict[str, Any]:
+        """Set stage 2's floor and return its transcript record."""
+        self.micro_floor = floor
+        return {"type": DECISION_RECORD, "stage": "micro_floor", "floor": floor}
 
     def record_retain(self, memo: RetainMemo) -> dict[str, Any]:
         """Set stage 3's cut and return its transcript record."""
@@ -83,10 +91,15 @@ class ContentReplacementState:
         """A compaction boundary: the history is new, so a cut counted on the old one is void.
         (Per-id decisions stay: tool_use ids are unique, a stale one matches nothing.)"""
         self.retain_memo = None
+        self.micro_floor = 0
         self.last_call = None
 
     def apply_record(self, rec: dict[str, Any]) -> None:
         stage, tid, replacement = rec.get("stage"), rec.get("id"), rec.get("replacement")
+        if stage == "micro_floor":
+            floor = rec.get("floor")
+            self.micro_floor = floor if isinstance(floor, int) and floor >= 0 else 0
+            return
         if stage == "retain":
             cut, keep, anchor = rec.get("cut"), rec.get("keep"), rec.get("anchor")
             if keep is None and isinstance(rec.get("head"), int):  # records written before `keep`
@@ -118,9 +131,17 @@ class ContentReplacementState:
                 state.history_replaced()  # a cut counts messages of the history it was made on
         return state
 
+    def preview_copy(self) -> ContentReplacementState:
+        """A copy whose new decisions stay in it (a request that is never stored, such as the summary's)."""
+        memo = self.retain_memo
+        return ContentReplacementState(set(self.seen), dict(self.replacements), dict(self.cleared),
+                                       RetainMemo(memo.cut, memo.keep, memo.anchor) if memo else None,
+                                       self.micro_floor)
+
     def reset(self) -> None:
         self.seen.clear()
         self.replacements.clear()
         self.cleared.clear()
         self.retain_memo = None
+        self.micro_floor = 0
         self.last_call = None

@@ -27,3 +27,6 @@ class PipelineEnv:
     # tool name -> a function shaping the spill preview, when the tool has its own
     previewers: dict[str, Any] = field(default_factory=dict)
     spill_dir: Path | None = None
+    # Units of what every request carries beside the messages (system prompt, tool schemas): stage 3's
+    # level is the whole request's.
+    fixed_units: int = 0

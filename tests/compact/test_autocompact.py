@@ -22,9 +22,18 @@ from services.compact.autocompact import (
     compact_now,
     messages_after_boundary,
 )
+from services.compact.cc_texts import compact_prompt
+from services.compact.estimate import estimate_outbound_chars
 from services.compact.options import CompactOptions
 from services.events import NoticeEvent
-from services.messages import assistant_message, text_block, tool_result_block, tool_use_block, user_message
+from services.messages import (
+    assistant_message,
+    text_block,
+    to_api,
+    tool_result_block,
+    tool_use_block,
+    user_message,
+)
 from services.model_types import ModelError
 from services.session import load_transcript
 
@@ -58,12 +67,14 @@ async def test_compact_conversation_shape():
     res = await compact_conversation(msgs, ctx_for(model, keep=2))
     out = res.messages
     assert text_of(out[0]) == COMPACT_BOUNDARY_TEXT
-    assert text_of(out[1]) == SUMMARY_PREFIX + "this is the summary"
-    assert out[-2:] == msgs[-2:]
+    assert text_of(out[1]).startswith(SUMMARY_PREFIX) and "\nthis is the summary" in text_of(out[1])
+    assert to_api(out[-2:]) == to_api(msgs[-2:]) and out[-1]["meta"]["compact_end"]
     assert len(out) < len(msgs)
     req = model.requests[0]
-    assert req.tools == [] and len(req.messages) == 1
-    assert "Please fix the parser" in req.messages[0]["content"][0]["text"]
+    # The summarised part as the loop sends it, Claude Code's prompt appended as the last user text.
+    assert req.tools == [] and req.system == "sys"
+    assert req.messages[-1]["content"][-1]["text"] == compact_prompt()
+    assert req.messages[0]["content"][0]["text"] == "Please fix the parser in src/parse.py"
 
 
 async def test_throwing_summarize_rejects_input_unchanged():
@@ -115,32 +126,33 @@ async def test_compact_disabled_refuses_even_forced():
         await compact_now(history(), ctx)
 
 
-async def test_circuit_breaker_after_three_failures():
+async def test_a_failing_summary_opens_the_breaker_with_a_notice():
     state: dict = {}
-    model = ScriptedModel([ModelError("down")] * 3)
-    for _ in range(3):
-        assert await autocompact(history(), ctx_for(model, state=state)) is None
-    assert state["consecutive_failures"] == MAX_AUTOCOMPACT_FAILURES and state["circuit_open"]
+    model = ScriptedModel([ModelError("down")])
+    res = await autocompact(history(), ctx_for(model, state=state))
+    assert res is not None and not res.replaced and res.messages == history()
+    assert [k for k, _ in res.notices] == ["compact_failed"] and "/compact" in res.notices[0][1]
+    assert state["consecutive_failures"] == MAX_AUTOCOMPACT_FAILURES == 1 and state["circuit_open"]
     # open: the next call does not call the model at all (ScriptedModel would raise on an extra call)
     assert await autocompact(history(), ctx_for(model, state=state)) is None
-    assert len(model.requests) == 3
+    assert len(model.requests) == 1
 
 
-async def test_success_resets_failures():
+async def test_compact_now_closes_the_breaker():
     state: dict = {}
-    model = ScriptedModel([ModelError("down"), ModelError("down"), reply("ok summary")])
-    for _ in range(2):
-        await autocompact(history(), ctx_for(model, state=state))
-    assert state["consecutive_failures"] == 2
+    model = ScriptedModel([ModelError("down"), reply("ok summary"), reply("again")])
+    await autocompact(history(), ctx_for(model, state=state))
+    assert state["circuit_open"]
+    assert (await compact_now(history(), ctx_for(model, state=state))).replaced
+    assert state["consecutive_failures"] == 0 and not state["circuit_open"]
     assert await autocompact(history(), ctx_for(model, state=state)) is not None
-    assert state["consecutive_failures"] == 0
 
 
 async def test_failure_leaves_messages_equal():
     msgs = history()
     snapshot = json.dumps(msgs)
-    await autocompact(msgs, ctx_for(ScriptedModel([ModelError("x")])))
-    assert json.dumps(msgs) == snapshot
+    res = await autocompact(msgs, ctx_for(ScriptedModel([ModelError("x")])))
+    assert json.dumps(msgs) == snapshot and res is not None and res.messages is msgs
 
 
 async def test_messages_after_boundary():
@@ -168,14 +180,14 @@ async def test_tail_never_starts_with_orphaned_tool_result():
 async def test_summary_collected_once_not_doubled():
     # The scripted model streams the text as deltas and repeats it in the final message (B22).
     res = await compact_conversation(history(), ctx_for(summary_model("ABCDEFGHIJKLMNOPQRSTUVWXYZ")))
-    assert text_of(res.messages[1]) == SUMMARY_PREFIX + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    assert text_of(res.messages[1]).count("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == 1
 
 
 async def test_short_history_forced_summarises_everything():
     msgs = [user_message("hi"), assistant_message([text_block("hello")])]
     res = await compact_now(msgs, ctx_for(summary_model(), keep=4))
     assert len(res.messages) == 3 and text_of(res.messages[0]) == COMPACT_BOUNDARY_TEXT
-    assert res.messages[2] is msgs[0]  # the task, kept verbatim
+    assert to_api([res.messages[2]]) == to_api([msgs[0]])  # the task, kept verbatim
 
 
 async def test_nothing_to_compact_for_two_messages():
@@ -197,7 +209,7 @@ async def test_engine_writes_summary_back_and_to_transcript(tmp_path, monkeypatc
 
     def fn(req):
         calls.append(req)
-        if not req.tools and len(req.messages) == 1 and "Summarize" in req.messages[0]["content"][0]["text"]:
+        if req.messages[-1]["content"][-1].get("text") == compact_prompt():
             return reply("summary of the long chat")
         return reply("ok")
 
@@ -241,7 +253,10 @@ async def test_summary_request_fits_the_window():
         msgs.append(assistant_message([tool_use_block(f"t{i}", "Read", {"file_path": f"f{i}"})]))
         msgs.append(user_message([tool_result_block(f"t{i}", "z" * 2000)]))
     model = summary_model()
-    await compact_conversation(msgs, ctx_for(model, context_window_tokens=100_000))
-    text = model.requests[0].messages[0]["content"][0]["text"]
-    assert len(text) <= 100_000 * 4 // 2 + 2000
-    assert "THE TASK statement" in text and "not shown" in text and "f2998" in text
+    opts = CompactOptions.for_window(100_000)
+    await compact_conversation(msgs, AutocompactContext("sys", "m", model, opts, {}, 2))
+    req = model.requests[0]
+    sent = estimate_outbound_chars(req.messages) // 4  # tokens, the prompt included
+    assert sent + req.max_tokens <= 100_000
+    assert req.messages[0]["content"][0]["text"] == "THE TASK statement"
+    assert "f2996" in json.dumps(req.messages)  # the newest part of the summarised stretch is there

@@ -114,8 +114,7 @@ class Session:
     def call(self) -> list:
         """One model call: the pipeline's outbound copy, checked."""
         # The reference: a full pass from a cold copy of the state (no reuse of the previous call).
-        cold = ContentReplacementState(set(self.state.seen), dict(self.state.replacements),
-                                       dict(self.state.cleared), self.state.retain_memo)
+        cold = self.state.preview_copy()
         reference = run_outbound_pipeline(self.history, cold, self.opts, self.env)
         piped = run_outbound_pipeline(self.history, self.state, self.opts, self.env)
         assert json.dumps(to_api(piped.messages)) == json.dumps(to_api(reference.messages)), "incremental != full"
@@ -156,13 +155,14 @@ class Session:
                 c = b["content"] if isinstance(b["content"], str) else json.dumps(b["content"])
                 if result_chars(b["content"]) > self.opts.micro_min_chars:
                     assert c.startswith(MICROCOMPACT_NOTE) or is_persisted(c), "retain dropped the diary before micro cleared"
-        # Within the threshold, unless the irreducible part alone is over it.
+        # Within retain's level (the request fits the window), unless the irreducible part alone is over it.
         est = estimate_outbound_chars(out)
-        if est > self.opts.threshold:
+        limit = self.opts.retain_limit
+        if est > limit:
             head = [self.history[i] for i in head_indices(self.history)]
             last_prompt = max((i for i, m in enumerate(self.history) if is_user_own(m)), default=0)
             irreducible = estimate_outbound_chars(head) + estimate_outbound_chars(self.history[last_prompt:])
-            assert irreducible > self.opts.threshold // 2, f"request over the threshold: {est} > {self.opts.threshold}"
+            assert irreducible > limit // 2, f"request over retain's level: {est} > {limit}"
 
     def resume_check(self) -> None:
         """A resumed session (state from the records only) sends the same bytes as the live one."""
@@ -237,7 +237,7 @@ class Session:
 def test_generated_sessions_keep_every_invariant(tmp_path_factory, steps, threshold):
     tmp = tmp_path_factory.mktemp("s")
     opts = CompactOptions(
-        threshold=threshold, max_messages=24, micro_keep_recent=2, context_window_tokens=threshold // 2,
+        threshold=threshold, micro_keep_recent=2, context_window_tokens=threshold // 2,
         max_turn_tool_result_chars=threshold,
     ).derive()
     s = Session(tmp, opts)

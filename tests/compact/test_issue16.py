@@ -40,7 +40,7 @@ def long_turn(n: int, body: int = 400, prefix: str = "u") -> list:
 
 
 def test_retain_cut_does_not_outlive_a_compaction():
-    o = CompactOptions(threshold=3000, max_messages=12)
+    o = CompactOptions(threshold=3000)
     state = ContentReplacementState()
     old = long_turn(30)
     first = apply_retain_tail_if_needed(old, o, state)
@@ -115,7 +115,8 @@ def scripted(n_calls: int, sizes):
 
 async def test_resume_sends_the_same_bytes_with_all_stages_deciding(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
-    compact = CompactOptions(threshold=60_000, max_turn_tool_result_chars=30_000, autocompact=False)
+    compact = CompactOptions(threshold=60_000, max_turn_tool_result_chars=30_000, autocompact=False,
+                             micro_low_water_percent=60)
     model, requests = scripted(24, [8_000, 20_000, 3_000, 14_000])
     engine = QueryEngine(EngineConfig(cwd=tmp_path, model="t", compact=compact, max_turns=200), [Reader(), Echo()],
                          QueryDeps(model))

@@ -48,7 +48,7 @@ def results(msgs: list) -> list[str]:
 
 def test_micro_then_retain_outbound_only():
     msgs = rounds(6)
-    out = compact_messages(msgs, CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100, max_messages=8))
+    out = compact_messages(msgs, CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100))
     assert len(out) < len(msgs) and any((m.get("meta") or {}).get("omitted") for m in out)
     assert all(r.startswith("BODY") for r in results(msgs))
 
@@ -57,7 +57,7 @@ def test_micro_enough_skips_retain(monkeypatch, capsys):
     monkeypatch.setenv("TRACE", "1")
     msgs = rounds(6)
     out = compact_messages(
-        msgs, CompactOptions(threshold=2000, micro_keep_recent=1, micro_min_chars=100, max_messages=8,
+        msgs, CompactOptions(threshold=2000, micro_keep_recent=1, micro_min_chars=100,
                              micro_low_water_percent=70)
     )
     assert len(out) == len(msgs)
@@ -69,19 +69,24 @@ def test_micro_enough_skips_retain(monkeypatch, capsys):
 
 def test_threshold_high_same_reference():
     msgs = rounds(10, body=10)
-    assert compact_messages(msgs, CompactOptions(threshold=1_000_000, max_messages=12)) is msgs
+    assert compact_messages(msgs, CompactOptions(threshold=1_000_000)) is msgs
 
 
 def test_env_threshold(monkeypatch):
+    # COMPACT_THRESHOLD_CHARS sets micro's threshold; retain acts only when the request would not fit.
     monkeypatch.setenv("COMPACT_THRESHOLD_CHARS", "50")
-    monkeypatch.setenv("COMPACT_MAX_MESSAGES", "12")
-    out = compact_messages(rounds(10, body=10), CompactOptions.from_env())
-    assert len(out) < 40 and any((m.get("meta") or {}).get("omitted") for m in out)
+    monkeypatch.setenv("CONTEXT_WINDOW_TOKENS", "8000")
+    opts = CompactOptions.from_env()
+    assert opts.threshold == 50 and opts.retain_units == (8000 - 1000) * 4
+    out = compact_messages(rounds(10, body=10), opts)
+    assert not any((m.get("meta") or {}).get("omitted") for m in out)
+    out = compact_messages(rounds(200, body=200), opts)
+    assert any((m.get("meta") or {}).get("omitted") for m in out)
 
 
 def test_disabled_same_reference(monkeypatch):
     msgs = rounds(6)
-    assert compact_messages(msgs, CompactOptions(enabled=False, threshold=1, max_messages=2)) is msgs
+    assert compact_messages(msgs, CompactOptions(enabled=False, threshold=1)) is msgs
     monkeypatch.setenv("COMPACT", "0")
     o = CompactOptions.from_env()
     assert not o.enabled and not o.autocompact
@@ -98,7 +103,7 @@ def test_visible_ids_follow_identity():
     msgs = rounds(6)
     state = ContentReplacementState()
     res = run_outbound_pipeline(
-        msgs, state, CompactOptions(threshold=2400, micro_keep_recent=2, micro_min_chars=100, max_messages=100,
+        msgs, state, CompactOptions(threshold=2400, micro_keep_recent=2, micro_min_chars=100,
                                     micro_low_water_percent=90),
         PipelineEnv(),
     )
@@ -110,7 +115,7 @@ def test_visible_ids_follow_identity():
 def test_notices_and_records_collected():
     res = run_outbound_pipeline(
         rounds(12), ContentReplacementState(),
-        CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100, max_messages=8), PipelineEnv(),
+        CompactOptions(threshold=0, micro_keep_recent=2, micro_min_chars=100), PipelineEnv(),
     )
     kinds = [k for k, _ in res.notices]
     assert "cleared" in kinds and "omitted" in kinds
@@ -120,7 +125,7 @@ def test_notices_and_records_collected():
 def test_resume_reproduces_outbound_bytes_after_a_retain_cut():
     """The cut is a recorded decision too: a resumed session omits the same messages (Echo results
     are not compactable, so micro cannot help and retain cuts)."""
-    o = CompactOptions(threshold=6000, micro_keep_recent=2, micro_min_chars=100, max_messages=12)
+    o = CompactOptions(threshold=6000, micro_keep_recent=2, micro_min_chars=100)
     state = ContentReplacementState()
     history: list = [user_message("the task")]
     records: list = []
@@ -143,7 +148,7 @@ def test_resume_reproduces_outbound_bytes_after_a_retain_cut():
 
 
 def test_resume_reproduces_outbound_bytes():
-    o = CompactOptions(threshold=6000, micro_keep_recent=2, micro_min_chars=100, max_messages=1000)
+    o = CompactOptions(threshold=6000, micro_keep_recent=2, micro_min_chars=100)
     state = ContentReplacementState()
     history: list = []
     records: list = []

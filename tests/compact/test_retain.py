@@ -54,7 +54,7 @@ def pairing_ok(msgs: list) -> bool:
 
 def test_tail_at_most_max_and_last_kept():
     msgs = conversation(10)
-    out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12)).messages
+    out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0)).messages
     k = marker_at(out)
     assert len(out) - k - 1 <= 12 and out[-1] is msgs[-1]
     assert all(is_user_text_message(m) and m["content"][0]["text"].startswith("ask") for m in out[:k])
@@ -62,7 +62,7 @@ def test_tail_at_most_max_and_last_kept():
 
 def test_first_message_kept_with_marker():
     msgs = conversation(10)
-    out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=10)).messages
+    out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0)).messages
     assert out[0] is msgs[0]
     k = marker_at(out)
     dropped = len(msgs) - (len(out) - 1)
@@ -76,20 +76,20 @@ def test_short_history_over_the_threshold_is_cut_too():
     # Retain answers to the size, not to a message count: a short history over the threshold is cut
     # (react-agent-mini kept any history of 40 messages or fewer, and sent it over the threshold).
     msgs = conversation(2)
-    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=40))
+    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0))
     assert res.messages[0] is msgs[0] and res.messages[-1] is msgs[-1] and len(res.messages) < len(msgs) + 1
     assert pairing_ok(res.messages)
 
 
 def test_under_threshold_is_noop():
     msgs = conversation(10)
-    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=1_000_000, max_messages=12))
+    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=1_000_000))
     assert res.messages is msgs
 
 
 def test_single_long_turn_is_trimmed_pairs_intact():
     msgs = long_turn(40)
-    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=1000, max_messages=12))
+    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=1000))
     out = res.messages
     assert len(out) <= 12 and len(out) < len(msgs)
     assert out[0] is msgs[0]
@@ -104,7 +104,7 @@ def test_single_long_turn_is_trimmed_pairs_intact():
 
 def test_boundary_and_summary_kept_as_head():
     msgs = [user_message(COMPACT_BOUNDARY_TEXT), user_message(SUMMARY_PREFIX + "did things")] + conversation(10)
-    out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12)).messages
+    out = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0)).messages
     assert out[0] is msgs[0] and out[1] is msgs[1]
     k = marker_at(out)
     assert k >= 2 and len(out) - k - 1 <= 12 and pairing_ok(out)
@@ -115,13 +115,13 @@ def test_no_safe_cut_returns_unchanged():
     uses = [tool_use_block(f"x{i}", "Bash", {"command": "x"}) for i in range(30)]
     msgs = [user_message("go"), assistant_message(uses), user_message([tool_result_block(f"x{i}", "z" * 100) for i in range(30)])]
     msgs = msgs * 1
-    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=2))
+    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0))
     assert res.messages is msgs
 
 
 def test_trace_and_notice(monkeypatch, capsys):
     monkeypatch.setenv("TRACE", "1")
-    res = apply_retain_tail_if_needed(conversation(10), CompactOptions(threshold=0, max_messages=12))
+    res = apply_retain_tail_if_needed(conversation(10), CompactOptions(threshold=0))
     err = capsys.readouterr().err
     assert "[trace] compact.run stage=retain droppedMessages=" in err
     assert "overThreshold=true strategy=retain" in err
@@ -131,7 +131,7 @@ def test_trace_and_notice(monkeypatch, capsys):
 def test_history_untouched():
     msgs = conversation(10)
     snapshot = [dict(m) for m in msgs]
-    apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=8))
+    apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0))
     assert msgs == snapshot and len(msgs) == 40
 
 
@@ -141,7 +141,7 @@ def test_cut_is_sticky_and_moves_on_a_grid():
     from services.compact.state import ContentReplacementState
 
     state = ContentReplacementState()
-    o = CompactOptions(threshold=2000, max_messages=12)
+    o = CompactOptions(threshold=2000)
     history = long_turn(10)
     sent = []
     cuts = []
@@ -167,14 +167,14 @@ def test_cut_kept_under_threshold_and_reset_on_new_history():
 
     state = ContentReplacementState()
     msgs = conversation(10)
-    first = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0, max_messages=12), state).messages
-    again = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=10**9, max_messages=12), state)
+    first = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=0), state).messages
+    again = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=10**9), state)
     k = marker_at(first)
     assert [id(m) for m in again.messages[:k]] == [id(m) for m in first[:k]]
     assert [id(m) for m in again.messages[k + 1 :]] == [id(m) for m in first[k + 1 :]]
     assert again.notices == []  # same cut: no new notice
     replaced = [user_message(COMPACT_BOUNDARY_TEXT), user_message(SUMMARY_PREFIX + "s"), *msgs[-4:]]
-    res = apply_retain_tail_if_needed(replaced, CompactOptions(threshold=10**9, max_messages=12), state)
+    res = apply_retain_tail_if_needed(replaced, CompactOptions(threshold=10**9), state)
     assert res.messages is replaced
 
 
@@ -184,5 +184,5 @@ def test_cut_that_frees_too_little_is_not_made():
     msgs.append(user_message("last"))
     msgs.append(assistant_message([tool_use_block("big", "Read", {"file_path": "x"})]))
     msgs.append(user_message([tool_result_block("big", "B" * 50_000)]))
-    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=40_000, max_messages=12))
+    res = apply_retain_tail_if_needed(msgs, CompactOptions(threshold=40_000))
     assert res.messages is msgs
