@@ -435,8 +435,10 @@ def test_broken_stream_ends_clearly_runs_nothing_and_resumes(runs, kind):
     r = [*s.first, *s.then][n]
     assert r.code == 1, r.stderr  # EXIT_CODES["error"]
     (line,) = error_lines(r)
-    expected = {"error_event": "overloaded_error", "dropped_in_tool_json": "dropped", "stalled": "ReadTimeout"}
-    assert expected[kind] in line, line
+    # A stall is a read timeout; on a busy machine the SDK may meet it as its own APITimeoutError instead.
+    expected = {"error_event": ("overloaded_error",), "dropped_in_tool_json": ("dropped",),
+                "stalled": ("ReadTimeout", "APITimeoutError")}
+    assert any(word in line for word in expected[kind]), line
     assert "Traceback" not in r.stderr and "[tool]" not in r.stderr
     assert not (s.project / f"half-call-ran-{kind}").exists(), "a tool call from an incomplete reply ran"
     # The next run's request: the session resumed from the transcript this fault left behind.
