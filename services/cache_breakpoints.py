@@ -23,6 +23,7 @@ Copies only the blocks it marks; the inputs are never changed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from services.compact.estimate import result_chars
@@ -79,6 +80,15 @@ def pass_anchor(messages: list[dict[str, Any]]) -> tuple[int, int] | None:
     names = {b["id"]: b.get("name", "") for m in messages if m.get("role") == "assistant"
              for b in (m.get("content") if isinstance(m.get("content"), list) else []) or []
              if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b}
+    for prev, b in _blocks_after(messages):
+        if _clearable(b, names):
+            return None if prev is None or blocks_between(messages, prev) < LOOKBACK_BLOCKS else prev
+    return None
+
+
+def _blocks_after(messages: list[dict[str, Any]]) -> Iterator[tuple[tuple[int, int] | None, Any]]:
+    """Each content block with the (message, block) position of the block before it (None after a message
+    whose content is a plain string: no block to mark there)."""
     prev: tuple[int, int] | None = None
     for mi, m in enumerate(messages):
         content = m.get("content")
@@ -86,12 +96,8 @@ def pass_anchor(messages: list[dict[str, Any]]) -> tuple[int, int] | None:
             prev = None
             continue
         for bi, b in enumerate(content):
-            if _clearable(b, names):
-                if prev is None or blocks_between(messages, prev) < LOOKBACK_BLOCKS:
-                    return None
-                return prev
+            yield prev, b
             prev = (mi, bi)
-    return None
 
 
 def _mark_block(messages: list[dict[str, Any]], mi: int, bi: int) -> bool:
@@ -107,16 +113,9 @@ def _mark_block(messages: list[dict[str, Any]], mi: int, bi: int) -> bool:
 
 def before_result(messages: list[dict[str, Any]], tool_use_id: str) -> tuple[int, int] | None:
     """(message, block) of the block just before the tool_result answering `tool_use_id`."""
-    prev: tuple[int, int] | None = None
-    for mi, m in enumerate(messages):
-        content = m.get("content")
-        if not isinstance(content, list):
-            prev = None
-            continue
-        for bi, b in enumerate(content):
-            if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id:
-                return prev
-            prev = (mi, bi)
+    for prev, b in _blocks_after(messages):
+        if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id:
+            return prev
     return None
 
 

@@ -96,30 +96,22 @@ def kill_tree(root: int, token: str | None, sig: int = signal.SIGKILL) -> int:
         os.killpg(root, sig)
     if not os.path.isdir(PROC):
         return 0
-    total = 0
-    quiet = 0
-    for _ in range(MAX_ROUNDS):
-        pids = members(root, token)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        total += len(pids)
-        if sig != signal.SIGKILL:
-            break
-        quiet = quiet + 1 if not pids else 0
-        if quiet >= 2:
-            break
-        time.sleep(0.005)
-    return total
+    return _signal_rounds(lambda: members(root, token), sig)
 
 
 def kill_marked(token: str, sig: int = signal.SIGKILL) -> int:
     """Signal every process of ours carrying the command's token, and their descendants (a command whose
     pid we do not know: one forked by the sandbox's supervisor). Rounds as in `kill_tree`."""
+    return _signal_rounds(lambda: members(-1, token) if os.path.isdir(PROC) else set(), sig)  # -1: no group
+
+
+def _signal_rounds(find: Callable[[], set[int]], sig: int) -> int:
+    """Signal what `find` returns, again until two rounds find nothing (SIGKILL: a dying parent's
+    children may still be forking), at most MAX_ROUNDS; other signals once."""
     total = 0
     quiet = 0
     for _ in range(MAX_ROUNDS):
-        pids = members(-1, token) if os.path.isdir(PROC) else set()  # -1: no process group has that id
+        pids = find()
         for pid in pids:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
