@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -85,13 +85,13 @@ def test_secrets_and_the_agents_environment_are_out_of_reach(cli, workdir, home,
     assert pids < 10  # a PID namespace of its own: the agent and the rest of the machine are not there
 
 
-@pytest.fixture
-def loopback_server() -> Iterator[int]:
+def _serve(body: Callable[[http.server.BaseHTTPRequestHandler], bytes]) -> Iterator[int]:
+    """An HTTP server on the loopback answering every GET with `body(request)`; yields its port."""
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
             self.send_response(200)
             self.end_headers()
-            self.wfile.write(b"REACHED")
+            self.wfile.write(body(self))
 
         def log_message(self, *args: object) -> None:
             pass
@@ -102,6 +102,11 @@ def loopback_server() -> Iterator[int]:
         yield server.server_address[1]
     finally:
         server.shutdown()
+
+
+@pytest.fixture
+def loopback_server() -> Iterator[int]:
+    yield from _serve(lambda _request: b"REACHED")
 
 
 def test_no_network_not_even_loopback(cli, workdir, fake_anthropic, loopback_server):
@@ -243,21 +248,7 @@ def test_doctor_says_whether_bubblewrap_works(cli, tmp_path):
 @pytest.fixture
 def upstream() -> Iterator[int]:
     """A plain HTTP origin on the machine's loopback (reached by the proxy, never directly)."""
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(f"ORIGIN host={self.headers.get('Host')}".encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
+    yield from _serve(lambda request: f"ORIGIN host={request.headers.get('Host')}".encode())
 
 
 def test_allowed_domains_go_through_the_filtering_proxy(cli, workdir, home, fake_anthropic, upstream):
