@@ -86,6 +86,12 @@ def probe(search_path: str | None) -> Availability:
     return result
 
 
+def sandbox_python() -> str:
+    """The interpreter for the sandbox's own helpers (standard library only, run with -I -S): a venv's
+    python resolved to its base, since the venv may sit under /tmp, which the sandbox replaces."""
+    return os.path.realpath(sys.executable)
+
+
 def _base_args(net: bool) -> list[str]:
     args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run",
             "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -357,7 +363,7 @@ class Sandbox:
             proxy = proxy_for(self.settings.allowed_domains, self.settings.denied_domains)
             args += ["--ro-bind", str(proxy.directory), str(proxy.directory)]
             env.update(proxy_env())
-            argv = helper_argv(sys.executable, proxy.socket_path, program, argv)
+            argv = helper_argv(sandbox_python(), proxy.socket_path, program, argv)
         elif program is not None:
             rfd, wfd = os.pipe()
             os.write(wfd, program)

@@ -30,7 +30,6 @@ import os
 import secrets
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 
 from tools.base import ToolError
 from tools.proctree import kill_marked
-from tools.sandbox import Sandbox, Wrapped
+from tools.sandbox import Sandbox, Wrapped, sandbox_python
 
 IDLE_STOP_S = 30.0
 START_TIMEOUT_S = 10.0
@@ -87,7 +86,7 @@ class SandboxSession:
         self._sock = ours
         source = SOURCE_PATH.read_text(encoding="utf-8")
         # The wrapped command line ends with the `dummy` placeholder argv: replaced by the supervisor's.
-        argv = [*wrapped.argv[:-dummy], sys.executable, "-I", "-S", "-c", source, str(theirs.fileno())]
+        argv = [*wrapped.argv[:-dummy], sandbox_python(), "-I", "-S", "-c", source, str(theirs.fileno())]
         try:
             self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
