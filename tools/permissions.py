@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tools.base import Tool, ToolContext
-from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs
+from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs, places
 from tools.bash_checks import reasons as bash_reasons
-from tools.bash_parse import ParsedCommand
 from tools.bash_rules import allowed_by_rules, always_rule_content, deny_matches, deny_may_match
 from tools.protected_paths import config_file_reason, proc_reason, words_proc_reason
 
@@ -422,20 +421,20 @@ class PermissionGate:
                 return why
         return None
 
-    @staticmethod
-    def _bash_proc(parsed: ParsedCommand | None, command: str, ctx: ToolContext) -> tuple[str | None, str | None]:
+    def _bash_proc(self, analysis: Analysis | None, command: str, ctx: ToolContext) -> tuple[str | None, str | None]:
         """(a refusal: a word names or globs to the agent's own /proc directory; a question: an unknown
-        word on a line that mentions proc, such as `/proc/$PPID/environ`)."""
-        if parsed is None:
+        word or place on a line that mentions proc, such as `/proc/$PPID/environ`)."""
+        if analysis is None:
             return None, None
+        parsed = analysis.parsed
+        where = places(analysis, self._scope(ctx))[0]  # every directory a `cd` in the line may lead to
         words = [w for c in parsed.commands for w in c.words if w is not None]
-        cwds = [str(ctx.session.cwd), *(str(ctx.resolve(c.words[1])) for c in parsed.commands
-                                         if c.name in ("cd", "pushd") and len(c.words) > 1 and c.words[1])]
         # Words, write targets, and any path-looking token of the quote-stripped text (input redirections).
-        plain_tokens = re.findall(r"/proc/[^\s;&|<>()`]*", re.sub(r"[\"'\\]", "", command))
-        refused = words_proc_reason([*words, *(w for w in parsed.writes if w is not None), *plain_tokens], cwds)
-        unknown = any(w is None for c in parsed.commands for w in c.words)
         plain = re.sub(r"[\"'\\]", "", command)
+        tokens = re.findall(r"/proc/[^\s;&|<>()`]*", plain)
+        writes = [w for w in parsed.writes if w is not None]
+        refused = words_proc_reason([*words, *writes, *tokens], [p for p in where if p is not None])
+        unknown = None in where or any(w is None for c in parsed.commands for w in c.words)
         asked = "a word whose value is unknown on a line that mentions /proc" if unknown and "proc" in plain else None
         return refused, asked
 
@@ -541,8 +540,7 @@ class PermissionGate:
         deny_rules = self._rules(self.disallowed_tools)
         if self._match(deny_rules, tool, input, ctx, parsed, any_part=True):
             return Verdict(False, REJECT_MESSAGE)
-        proc_refused, proc_asked = self._bash_proc(parsed.parsed if parsed is not None else None,
-                                                   target[1] if target else "", ctx)
+        proc_refused, proc_asked = self._bash_proc(parsed, target[1] if target else "", ctx)
         secret = self._secret(tool, input, ctx, parsed) or proc_refused
         if secret and self.mode != "bypassPermissions":
             return Verdict(False, f"Refused: {tool.name} would read {secret}. This is never allowed outside "
