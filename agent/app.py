@@ -204,9 +204,6 @@ def build_engine(
         custom_commands=custom_commands, agent_defs=agents,
         notices_at_start=[*skill_reader.notices, *command_notices, *agent_notices],
     )
-    # Instruction files: the tracker announces nested files and path rules on first touch.
-    engine.state.extras["instructions"] = prompt.tracker
-    prompt.tracker.history = lambda: engine.messages
     prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
     for notice in prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")

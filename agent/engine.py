@@ -45,6 +45,7 @@ from services.usage import Usage
 from tools.agent_tool import replay_usage_records
 from tools.background_tasks import TASKS_KEY
 from tools.base import SessionState, Tool, ToolContext
+from tools.instruction_context import EXTRAS_KEY as INSTRUCTIONS_KEY
 from tools.permissions import PermissionGate
 from tools.todo import latest_todos
 
@@ -106,6 +107,10 @@ class QueryEngine:
         self._prompt_for = prompt_for
         self.skills: list[Any] = list(skills or [])
         self.prompt_builder = prompt_builder
+        tracker = getattr(prompt_builder, "tracker", None)
+        if tracker is not None:  # instruction files that join on first touch: the tools announce them
+            self.state.extras[INSTRUCTIONS_KEY] = tracker
+            tracker.history = lambda: self.messages
         # Keeps `tools` in step between model calls when MCP servers are configured.
         self.refresh_tools: ToolRefresher | None = refresh_tools
         # Claude Code's project files: .claude/commands (`/name args`), .claude/agents, and what was refused.

@@ -158,3 +158,12 @@ class RunningCli:
 def cli(agent_home: Path, workdir: Path, fake_anthropic: FakeAnthropic) -> CliRunner:
     """Runs `python -m agent ...` in `workdir` against the fake server (AGENT_HOME isolated)."""
     return CliRunner(agent_home, workdir, fake_anthropic)
+
+
+@pytest.fixture
+def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project folder for in-process engines, with its own agent home."""
+    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
+    p = tmp_path / "proj"
+    p.mkdir()
+    return p

@@ -8,8 +8,6 @@ import io
 import json
 from pathlib import Path
 
-import pytest
-
 from agent.app import AppOptions, build_engine
 from agent.commands import CommandContext, default_router
 from agent.deps import QueryDeps
@@ -74,14 +72,6 @@ async def test_no_read_state_no_files(tmp_path: Path) -> None:
                              cwd=tmp_path, read_paths=None)
     out = (await compact_conversation(reads([str(f)]), ctx)).messages
     assert not any((m.get("meta") or {}).get("post_compact") for m in out)
-
-
-@pytest.fixture
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
-    p = tmp_path / "proj"
-    p.mkdir()
-    return p
 
 
 async def test_slash_compact_takes_the_same_path_with_its_instructions(proj: Path) -> None:

@@ -31,7 +31,3 @@ def test_shell_completion_lists_subcommands_and_their_commands(cli: CliRunner) -
     r = cli("--show-completion", "bash", with_fake=False)
     assert r.code == 0 and "_AGENT_COMPLETE=complete_bash" in r.stdout
 
-
-def test_a_prompt_that_starts_like_a_subcommand_is_still_a_prompt(cli: CliRunner) -> None:
-    r = cli("-p", "mcp", "servers", "please", "--mock")
-    assert r.code == 0 and "Usage:" not in r.stdout

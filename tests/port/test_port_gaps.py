@@ -49,14 +49,6 @@ def _ctx(proj: Path, model=None, **settings) -> tuple[CommandContext, io.StringI
     return CommandContext(engine, console, proj, default_router(), opts=opts), buf
 
 
-@pytest.fixture
-def proj(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("AGENT_HOME", str(tmp_path / "home"))
-    p = tmp_path / "proj"
-    p.mkdir()
-    return p
-
-
 async def test_skill_slash_gives_the_model_an_arguments_line_and_the_user_text(proj: Path) -> None:
     write(proj / ".agents/skills/echo-demo/SKILL.md", "---\ndescription: Echo demo\n---\nSay: Skill says: hello")
     model = ScriptedModel([reply("done")])
