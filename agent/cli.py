@@ -14,7 +14,7 @@ import sys
 from agent import __version__
 from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from agent.flags import UsageError, build_parser, parse_argv
-from agent.subcommands import COMPLETE_VAR, COMPLETION_FLAGS, SUBCOMMANDS
+from agent.subcommands.dispatch import COMPLETE_VAR, COMPLETION_FLAGS, SUBCOMMANDS
 from services.session import PICK_SESSION
 
 
@@ -36,11 +36,11 @@ def main(argv: list[str] | None = None) -> None:
 def _main(argv: list[str]) -> int:
     # The first words that are subcommands; any other first word is (part of) the prompt, as in Claude Code.
     if argv and argv[0] in SUBCOMMANDS:
-        from agent.subcommands import run_subcommand
+        from agent.subcommands.dispatch import run_subcommand
 
         return run_subcommand(argv[0], argv[1:])
     if (argv and argv[0] in COMPLETION_FLAGS) or COMPLETE_VAR in os.environ:
-        from agent.subcommands import run_completion
+        from agent.subcommands.dispatch import run_completion
 
         return run_completion(argv)
     try:
@@ -79,17 +79,17 @@ def run(ns: argparse.Namespace) -> int:
     trace("cli.start", mode="repl" if inv.interactive else "oneshot")
     try:
         if inv.interactive:
-            from agent.repl import run_repl
+            from agent.repl.session import run_repl
 
             return run_repl(inv.app, continue_=inv.continue_, resume=inv.resume, initial_prompt=inv.prompt or None)
         if inv.resume == PICK_SESSION:
             return fail("--resume without an id picks a session in the REPL; in one-shot runs pass the id",
                         EXIT_USAGE)
         if inv.input_format == "stream-json":
-            from agent.headless import run_headless
+            from agent.headless.run import run_headless
 
             return run_headless(inv)
-        from agent.oneshot import run_oneshot
+        from agent.headless.oneshot import run_oneshot
 
         return run_oneshot(inv)
     except ConfigError as exc:  # e.g. API_MAX_RETRIES=abc, read when the model is built

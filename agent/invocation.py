@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.app import AppOptions
 from agent.flags import MODE_ALIASES, UsageError, split_tool_list, workdir_of
+from agent.loop.factory import AppOptions
 
 
 @dataclass
@@ -120,7 +120,7 @@ def _setting_sources(ns: argparse.Namespace) -> list[str] | None:
 
 
 def build_invocation(ns: argparse.Namespace) -> Invocation:
-    from agent.app import load_boundary
+    from agent.loop.factory import load_boundary
     from services.config import ConfigError, Settings, agent_home, has_credentials
     from services.trust import is_trusted
 
@@ -166,7 +166,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     # Trust: decided before anything of the folder's is read; only the REPL asks.
     trusted = is_trusted(workdir, agent_home())
     if interactive and not trusted:
-        from agent.repl import ask_folder_trust
+        from agent.repl.session import ask_folder_trust
 
         trusted = ask_folder_trust(workdir, agent_home())
     boundary = AppOptions(cwd=workdir, settings=Settings(), trusted=trusted, extra_settings=extra_settings,

@@ -14,8 +14,8 @@ from typing import Any
 
 from common import header, table
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from tools.base import Tool, ToolContext, ToolOutput
 

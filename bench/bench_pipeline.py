@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_pipeline.py
 
 The real `run_outbound_pipeline` with default CompactOptions, the default tools' limits and previewers (as
-agent/query.py builds its PipelineEnv) and a temporary spill directory. The history is a generated mixed
+agent/loop/query.py builds its PipelineEnv) and a temporary spill directory. The history is a generated mixed
 session: user prompts, assistant text + tool_use, tool_results of Read / Bash / Grep from 200 B to 120 KB,
 some over their tool's spill threshold. Two calls are timed:
 - first: an empty ContentReplacementState, so every decision is taken now (spill writes, clearings, the

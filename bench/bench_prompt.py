@@ -18,8 +18,8 @@ from pathlib import Path
 
 from common import ROOT, header  # noqa: F401 (ROOT puts the project on sys.path)
 
-from agent.app import AppOptions, build_engine
-from agent.deps import QueryDeps
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions, build_engine
 from agent.model.scripted import ScriptedModel
 from services.config import Settings
 

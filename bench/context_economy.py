@@ -45,8 +45,8 @@ from common import ROOT, header, table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-from agent.deps import QueryDeps  # noqa: E402
-from agent.engine import EngineConfig, QueryEngine  # noqa: E402
+from agent.loop.deps import QueryDeps  # noqa: E402
+from agent.loop.engine import EngineConfig, QueryEngine  # noqa: E402
 from agent.model.scripted import reply, tool_call  # noqa: E402
 from services.cache_breakpoints import EPHEMERAL, LOOKBACK_BLOCKS, place_breakpoints  # noqa: E402
 from services.compact.autocompact import (  # noqa: E402

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import FunctionModel, ScriptedModel, reply, tool_call
 from services.model_types import ModelRequest
 from services.session import load_transcript

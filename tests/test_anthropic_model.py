@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import agent.model.anthropic as anthropic_model
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.anthropic import AnthropicModel
 from services.messages import INVALID_INPUT_KEY, tool_results, tool_uses
 from services.model_types import ModelError, ModelRequest, ModelResponse, Retrying, TextDelta

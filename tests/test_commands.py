@@ -10,12 +10,12 @@ import pytest
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
 
-from agent.app import AppOptions, build_engine
-from agent.commands import CommandContext, CommandResult, CommandRouter, context_percent, default_router
-from agent.deps import QueryDeps
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions, build_engine
 from agent.model.scripted import ScriptedModel, reply
-from agent.render import make_console
-from agent.repl import ReplCompleter
+from agent.repl.render import make_console
+from agent.repl.session import ReplCompleter
+from agent.slash.router import CommandContext, CommandResult, CommandRouter, context_percent, default_router
 from services.config import Settings
 from services.messages import assistant_message, text_block, user_message
 

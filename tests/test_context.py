@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from agent.context import (
+from agent.loop.context import (
     BASE_PROMPT,
     SystemPromptBuilder,
     build_system_prompt,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import AppOptions, build_engine
-from agent.deps import QueryDeps
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions, build_engine
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from services.config import Settings
 from services.events import Terminal

@@ -1,4 +1,4 @@
-"""Images in the REPL's input (agent/image_input.py): pasted paths, the clipboard, placeholders, and the
+"""Images in the REPL's input (agent/repl/image_input.py): pasted paths, the clipboard, placeholders, and the
 request the model gets, in process and in a real terminal (pexpect + pyte, the fake API recording)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.image_input import (
+from agent.repl.image_input import (
     NO_IMAGE,
     PendingImages,
     TooLarge,
@@ -277,8 +277,8 @@ def test_wayland_prefers_wl_paste(tmp_path: Path) -> None:
 def test_the_engine_sends_text_then_images(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from agent.app import AppOptions, build_engine
-    from agent.deps import QueryDeps
+    from agent.loop.deps import QueryDeps
+    from agent.loop.factory import AppOptions, build_engine
     from agent.model.scripted import ScriptedModel, reply
     from services.config import Settings
     from services.session import load_transcript

@@ -9,7 +9,7 @@ from prompt_toolkit.formatted_text import ANSI, to_formatted_text
 from rich.console import Console
 from rich.text import Text
 
-from agent.live_area import AppLiveArea, merge_fragments
+from agent.repl.live_area import AppLiveArea, merge_fragments
 
 
 def test_fragments_are_runs_of_one_style_with_the_same_text() -> None:

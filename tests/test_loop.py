@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
+from agent.loop.query import INTERRUPTED_NOTE, QueryParams, query
 from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.query import INTERRUPTED_NOTE, QueryParams, query
 from services.events import (
     AssistantEvent,
     Terminal,

@@ -77,7 +77,7 @@ def test_refresh_sees_creation_and_deletion(tmp_path):
 
 
 def test_nothing_is_created_in_the_project_at_startup(tmp_path, agent_home):
-    from agent.app import AppOptions, build_engine
+    from agent.loop.factory import AppOptions, build_engine
     from services.config import Settings
 
     proj = tmp_path / "proj"

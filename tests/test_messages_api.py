@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import agent.model.anthropic as anthropic_model
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.anthropic import AnthropicModel
 from services.events import RetryEvent, TextDeltaEvent, ThinkingDeltaEvent
 from services.messages import INVALID_INPUT_KEY, message_text, tool_uses
@@ -318,7 +318,7 @@ async def test_a_thinking_session_runs_a_multi_tool_task_with_byte_identical_rou
 def test_the_renderer_shows_thinking_dimmed_apart_and_collapsed():
     import io
 
-    from agent.render import THINKING_LINES, Renderer, make_console
+    from agent.repl.render import THINKING_LINES, Renderer, make_console
     from services.events import AssistantEvent
     from services.messages import assistant_message, text_block
 

@@ -14,12 +14,12 @@ import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from agent.app import AppOptions
-from agent.deps import QueryDeps
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions
+from agent.loop.query import INTERRUPTED_NOTE
 from agent.model.scripted import ScriptedModel, reply, tool_call
-from agent.query import INTERRUPTED_NOTE
-from agent.render import Renderer, diff_lines, make_console
-from agent.repl import Repl, history_path
+from agent.repl.render import Renderer, diff_lines, make_console
+from agent.repl.session import Repl, history_path
 from services.config import Settings
 from services.events import AssistantEvent, NoticeEvent, TextDeltaEvent, ToolEndEvent, ToolStartEvent
 from services.messages import assistant_message, text_block

@@ -1,11 +1,11 @@
-"""The REPL's state machine (agent/repl_state.py): every transition, and properties over random key storms."""
+"""The REPL's state machine (agent/repl/state.py): every transition, and properties over random key storms."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.repl_state import (
+from agent.repl.state import (
     Abort,
     AskEnded,
     AskStarted,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.anthropic import AnthropicModel
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from services.events import AssistantEvent, ToolResultsEvent

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.commands import CommandRouter, default_router
-from agent.skill_commands import register_skill_commands
+from agent.slash.router import CommandRouter, default_router
+from agent.slash.skills import register_skill_commands
 from services.messages import message_text, tool_use_block
 from services.skills import (
     MAX_SKILL_BYTES,
@@ -120,7 +120,7 @@ async def test_slash_commands_on_the_router(skills):
     assert any(c.name == "echo-demo" and "demo" in c.help for c in router.commands())
     from rich.console import Console
 
-    from agent.commands import CommandContext
+    from agent.slash.router import CommandContext
 
     ctx = CommandContext(engine=None, console=Console(file=open("/dev/null", "w")), cwd=Path("."), router=router)
     result = await router.dispatch("/echo-demo", ctx)

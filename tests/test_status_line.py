@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import agent.status_line as sl
-from agent.status_line import StatusLine, sanitize, status_payload
+import agent.repl.status_line as sl
+from agent.repl.status_line import StatusLine, sanitize, status_payload
 from services.settings import load_settings
 
 PY = sys.executable

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
-from agent.transcript_view import render_transcript, select_turns, show_transcript, spilled_text
+from agent.repl.transcript_view import render_transcript, select_turns, show_transcript, spilled_text
 from services.tool_result_storage import build_replacement, write_spill
 from tests.fake_anthropic import thinking_block, tool_block
 

@@ -23,7 +23,7 @@ def default_tools(include_echo: bool = False, agent: Tool | None = None) -> list
     # Web tools (WebSearch only when a search key is configured) and the plan tool.
     tools += [WebFetchTool(), WebSearchTool(), TodoWriteTool()]
     tools += [TaskOutputTool(), TaskStopTool()]  # background shells (Bash run_in_background)
-    if agent is not None:  # the Agent tool needs the engine's deps and tools: built by agent/app.py
+    if agent is not None:  # the Agent tool needs the engine's deps and tools: built by agent/loop/factory.py
         tools.append(agent)
     if include_echo:
         tools.append(EchoTool())

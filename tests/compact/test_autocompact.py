@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import FunctionModel, ScriptedModel, reply
 from services.compact.autocompact import (
     COMPACT_BOUNDARY_TEXT,

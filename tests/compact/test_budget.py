@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from services.compact.budget import MIN_AGGREGATE_SPILL_CHARS, apply_tool_result_budget, result_threshold
 from services.compact.options import CompactOptions

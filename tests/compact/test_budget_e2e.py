@@ -7,7 +7,7 @@ import json
 import stat
 from pathlib import Path
 
-from agent.app import AppOptions, build_engine
+from agent.loop.factory import AppOptions, build_engine
 from services.config import Settings
 from services.events import NoticeEvent
 from services.tool_result_storage import PERSISTED_OUTPUT_TAG, spill_path

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import FunctionModel, reply, tool_call
 from services.compact.autocompact import COMPACT_BOUNDARY_TEXT, SUMMARY_PREFIX
 from services.compact.options import CompactOptions

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from services.compact.micro import MICROCOMPACT_NOTE
 from services.compact.options import CompactOptions

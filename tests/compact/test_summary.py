@@ -8,11 +8,11 @@ import io
 import json
 from pathlib import Path
 
-from agent.app import AppOptions, build_engine
-from agent.commands import CommandContext, default_router
-from agent.deps import QueryDeps
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions, build_engine
 from agent.model.scripted import FunctionModel, ScriptedModel, reply, tool_call
-from agent.render import make_console
+from agent.repl.render import make_console
+from agent.slash.router import CommandContext, default_router
 from services.cache_breakpoints import LOOKBACK_BLOCKS, place_breakpoints
 from services.compact.autocompact import AutocompactContext, compact_conversation
 from services.compact.cc_texts import INSTRUCTIONS_TEMPLATE, compact_prompt

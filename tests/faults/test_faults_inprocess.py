@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from agent.deps import QueryDeps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.deps import QueryDeps
+from agent.loop.engine import EngineConfig, QueryEngine
 from agent.model.scripted import ScriptedModel, reply, tool_call
 from services.events import Terminal
 from services.messages import tool_results, tool_uses

@@ -108,6 +108,6 @@ def test_no_module_imports_itself_through_a_circle() -> None:
 def test_the_walk_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
     # The checker itself: an import inside a function and a relative import are both found.
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from agent.query import query\nfrom . import messages\n")
+    probe.write_text("def f():\n    from agent.loop.query import query\nfrom . import messages\n")
     found = [t for _, t in _imports(probe, "services.probe")]
-    assert "agent.query" in found and "services.messages" in found
+    assert "agent.loop.query" in found and "services.messages" in found

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent.app import AppOptions, build_engine
-from agent.deps import QueryDeps
-from agent.mcp_commands import status_lines
-from agent.mcp_hooks import make_elicitation_handler, make_sampling_handler
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions, build_engine
+from agent.loop.mcp_hooks import make_elicitation_handler, make_sampling_handler
+from agent.slash.mcp import status_lines
 from services.config import Settings
 from services.events import NoticeEvent
 from services.images import MAX_IMAGE_BYTES
@@ -302,7 +302,7 @@ async def test_tools_of_a_late_server_join_the_next_model_call(env: Env, tmp_pat
 
 
 async def test_mentions_complete_servers_resources_and_template_values(env: Env) -> None:
-    from agent.mcp_commands import mention_completions
+    from agent.slash.mcp import mention_completions
 
     servers = [t for t, _ in await mention_completions(env.manager, "t")]
     assert servers == ["templates:"]
@@ -314,7 +314,7 @@ async def test_mentions_complete_servers_resources_and_template_values(env: Env)
 
 
 async def test_progress_is_drawn_on_the_running_tool_line(env: Env) -> None:
-    from agent.render import Renderer, make_console
+    from agent.repl.render import Renderer, make_console
     from services.events import ToolEndEvent, ToolStartEvent
 
     buf = io.StringIO()
@@ -336,8 +336,8 @@ async def test_the_repl_completer_offers_mcp_mentions(env: Env) -> None:
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
 
-    from agent.commands import CommandRouter
-    from agent.repl import ReplCompleter
+    from agent.repl.session import ReplCompleter
+    from agent.slash.router import CommandRouter
 
     completer = ReplCompleter(CommandRouter(), env.root)
     completer.mcp = env.manager
@@ -406,8 +406,8 @@ async def test_a_server_that_never_answers_times_out_and_closing_never_hangs(tmp
 
 
 async def test_a_changed_prompt_list_registers_the_new_slash_command(env: Env) -> None:
-    from agent.commands import CommandRouter
-    from agent.mcp_commands import register_mcp_commands
+    from agent.slash.mcp import register_mcp_commands
+    from agent.slash.router import CommandRouter
 
     router = CommandRouter()
     register_mcp_commands(router, env.manager)

@@ -77,7 +77,7 @@ async def test_elicitation_is_a_form_in_the_repl(project: Path) -> None:  # noqa
 
 def test_the_repl_completer_is_reachable_for_mcp_mentions(project: Path) -> None:  # noqa: F811
     """`start_mcp` hands the manager to the prompt's completer; it must be the ReplCompleter itself."""
-    from agent.repl import ReplCompleter
+    from agent.repl.session import ReplCompleter
 
     with create_pipe_input() as inp:
         repl, _ = make_repl(project, ScriptedModel([]), inp)

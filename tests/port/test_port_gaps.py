@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.app import AppOptions, build_engine
-from agent.commands import CommandContext, default_router
-from agent.deps import QueryDeps
-from agent.mcp_commands import register_mcp_commands
+from agent.loop.deps import QueryDeps
+from agent.loop.factory import AppOptions, build_engine
 from agent.model.scripted import ScriptedModel, reply
-from agent.render import make_console
-from agent.skill_commands import register_skill_commands
+from agent.repl.render import make_console
+from agent.slash.mcp import register_mcp_commands
+from agent.slash.router import CommandContext, default_router
+from agent.slash.skills import register_skill_commands
 from services.config import Settings
 from services.mcp.manager import McpManager
 from services.messages import assistant_message, text_block, tool_results, user_message

@@ -155,7 +155,7 @@ async def test_an_exception_inside_the_gate_asks_or_denies(ctx: ToolContext, tmp
 def test_status_line_and_rg_get_the_built_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from agent.status_line import StatusLine
+    from agent.repl.status_line import StatusLine
     from tools import ripgrep
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)

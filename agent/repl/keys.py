@@ -1,4 +1,4 @@
-"""The REPL's keys: one prompt-toolkit key map whose filters follow the REPL's phase (`agent/repl_state.py`).
+"""The REPL's keys: one prompt-toolkit key map whose filters follow the REPL's phase (`agent/repl/state.py`).
 
 While a question is open its keys win (the permission menu's digits and arrows, or Enter answering a line);
 otherwise the input box is always live: Enter submits (or queues, while a turn runs), Esc interrupts a turn

@@ -2,7 +2,7 @@
 
 `HeadlessRun` drives an engine for one or more prompts and turns loop events into Claude Code's events
 (`system`/`init`, `assistant` one per content block, `user`, `stream_event`, `result`); the one-shot front
-end (`agent/oneshot.py`) uses it for a single prompt, `run_headless` for `--input-format stream-json`, where
+end (`agent/headless/oneshot.py`) uses it for a single prompt, `run_headless` for `--input-format stream-json`, where
 stdin carries user messages and control requests (initialize, interrupt, set_permission_mode, set_model,
 mcp_status) and the agent sends its own (can_use_tool for permission questions, hook_callback for the SDK's
 hooks). Shapes were recorded from Claude Code 2.1 driven by the `claude-agent-sdk` package.
@@ -22,9 +22,9 @@ from dataclasses import replace
 from typing import Any, cast
 
 from agent import __version__
-from agent.app import ResumeError, build_engine, load_resume_target, start_mcp
 from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -666,7 +666,7 @@ class ControlSession:
 
     async def _command_or_turn(self, text: str, inject: list[Any]) -> dict[str, Any]:
         """One prompt; a custom command's `/name args` expanded first (a refused one is an error result)."""
-        from agent.custom_commands import CommandError, command_model, custom_command_input
+        from agent.slash.custom import CommandError, command_model, custom_command_input
 
         assert self.run is not None
         try:

@@ -25,8 +25,8 @@ from typing import Any
 
 from prompt_toolkit.formatted_text import ANSI, to_formatted_text
 
-from agent.live_area import merge_fragments
-from agent.permission_menu import ESCAPE_SEQUENCE
+from agent.repl.live_area import merge_fragments
+from agent.repl.permission_menu import ESCAPE_SEQUENCE
 from services.trace import trace
 
 TIMEOUT = 5.0  # seconds a status command may take

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agent.commands import CommandContext, CommandResult, CommandRouter
+from agent.slash.router import CommandContext, CommandResult, CommandRouter
 from services.mcp.content import Expanded
 from services.mcp.manager import McpError
 

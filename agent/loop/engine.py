@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agent.deps import QueryDeps
-from agent.query import QueryParams, query
+from agent.loop.deps import QueryDeps
+from agent.loop.query import QueryParams, query
 from services.compact.options import CompactOptions
 from services.compact.state import ContentReplacementState
 from services.events import (

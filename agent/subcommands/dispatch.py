@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
 # word -> module that defines `register(root)`; the order is the order `agent --help` lists them in.
 SUBCOMMANDS: dict[str, str] = {
-    "mcp": "agent.mcp_cli",
-    "doctor": "agent.doctor",
-    "config": "agent.config_cmd",
-    "trust": "agent.trust_cli",
+    "mcp": "agent.subcommands.mcp",
+    "doctor": "agent.subcommands.doctor",
+    "config": "agent.subcommands.config",
+    "trust": "agent.subcommands.trust",
 }
 COMPLETION_FLAGS = ("--install-completion", "--show-completion")
 COMPLETE_VAR = "_AGENT_COMPLETE"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.commands import CommandContext, CommandResult, CommandRouter
-from agent.custom_commands import CommandError, expand_command
+from agent.slash.custom import CommandError, expand_command
+from agent.slash.router import CommandContext, CommandResult, CommandRouter
 from services.messages import user_message
 from services.skills import RESERVED_COMMANDS, Skill, format_skill_injection
 from services.skills.commands import CustomCommand

@@ -87,7 +87,7 @@ def check_settings(path: Path) -> tuple[str, str]:
 
 
 async def check_mcp(cwd: Path) -> list[tuple[str, str, str]]:
-    from agent.app import start_mcp
+    from agent.loop.factory import start_mcp
 
     warnings: list[str] = []
     manager = await start_mcp(cwd, warn=warnings.append)

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.compact_context import build_autocompact_context, pipeline_env, tool_specs_for
+from agent.loop.compact_context import build_autocompact_context, pipeline_env, tool_specs_for
 from services.compact.autocompact import compact_now
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
@@ -55,11 +55,11 @@ class CommandResult:
 
 @dataclass
 class CommandContext:
-    engine: Any  # agent.engine.QueryEngine
+    engine: Any  # agent.loop.engine.QueryEngine
     console: Console
     cwd: Path
     router: CommandRouter
-    opts: Any = None  # agent.app.AppOptions, when the front end has one
+    opts: Any = None  # agent.loop.factory.AppOptions, when the front end has one
     # Asks the user to pick one of [(value, label)]; None when the front end cannot ask.
     pick: Picker | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -160,7 +160,7 @@ def context_percent(engine: Any) -> int:
 
 # -- built-ins ---------------------------------------------------------------------------------
 def cmd_transcript(ctx: CommandContext, args: str) -> None:
-    from agent.transcript_view import show_transcript  # rich Markdown and friends: loaded when asked
+    from agent.repl.transcript_view import show_transcript  # rich Markdown and friends: loaded when asked
 
     show_transcript(ctx, args)
 
@@ -397,7 +397,7 @@ def cmd_memory(ctx: CommandContext, args: str) -> None:
 
 
 def cmd_init(ctx: CommandContext, args: str) -> CommandResult:
-    from agent.context import init_prompt, init_target_file
+    from agent.loop.context import init_prompt, init_target_file
 
     target = init_target_file(ctx.cwd)
     ctx.say(f"Asking the model to write {target}…", "dim")
@@ -433,7 +433,7 @@ def _session_label(path: Path) -> str:
 
 
 def resume_session(ctx: CommandContext, session_id: str) -> bool:
-    from agent.app import ResumeError, load_resume_target
+    from agent.loop.factory import ResumeError, load_resume_target
 
     try:
         loaded = load_resume_target(ctx.cwd, False, session_id)
@@ -540,7 +540,7 @@ def cmd_config(ctx: CommandContext, args: str) -> None:
 
 
 def cmd_doctor(ctx: CommandContext, args: str) -> None:
-    from agent.doctor import check_credentials, check_ripgrep, check_settings, settings_files
+    from agent.subcommands.doctor import check_credentials, check_ripgrep, check_settings, settings_files
     from services.config import agent_home
 
     rows = [("API key", check_credentials()), ("ripgrep", check_ripgrep())]
@@ -633,7 +633,7 @@ def default_router() -> CommandRouter:
     router.register("add-dir", cmd_add_dir, "let the tools use another directory [DIR]")
     router.register("export", cmd_export, "write the conversation as Markdown [FILE]")
     router.register("agents", cmd_agents, "show the sub-agent setup")
-    from agent.sandbox_command import cmd_sandbox
+    from agent.slash.sandbox import cmd_sandbox
 
     router.register("sandbox", cmd_sandbox, "show the Bash sandbox; switch it [auto-allow|regular|off]")
     router.register("bashes", cmd_bashes, "background shells: list them; stop one [kill ID]", aliases=("tasks",))

@@ -14,11 +14,11 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Any
 
-from agent.app import ResumeError
-from agent.custom_commands import CommandError, command_model, custom_command_input
 from agent.errors import set_transcript, silence_stdout
 from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
-from agent.headless import HeadlessRun, JsonOut, _install_signals, open_engine
+from agent.headless.run import HeadlessRun, JsonOut, _install_signals, open_engine
+from agent.loop.factory import ResumeError
+from agent.slash.custom import CommandError, command_model, custom_command_input
 from services.session import privacy_warnings
 
 if TYPE_CHECKING:
@@ -97,8 +97,8 @@ async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]
     """MCP's part of the input: client hooks; `/server:prompt args` expanded into the prompt's
     messages (no extra user text); `@server:uri` mentions read and injected before the prompt. An optional
     `MCP_STARTUP_WAIT_MS` lets the first request wait that long for servers still starting."""
-    from agent.mcp_commands import expand_prompt, parse_prompt_command
-    from agent.mcp_hooks import make_sampling_handler
+    from agent.loop.mcp_hooks import make_sampling_handler
+    from agent.slash.mcp import expand_prompt, parse_prompt_command
     from services.config import env_int
     from services.mcp.content import expand_mentions
     from tools.wait_mcp import NAME as WAIT_TOOL

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.compact_context import build_autocompact_context, pipeline_env
-from agent.deps import QueryDeps
+from agent.loop.compact_context import build_autocompact_context, pipeline_env
+from agent.loop.deps import QueryDeps
 from services.compact.autocompact import AutocompactContext, AutocompactResult, compact_now
 from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions

@@ -1,6 +1,6 @@
 """Rich rendering of the loop's events for the REPL.
 
-On a terminal, assistant text streams into a live area (`agent/live_area.py`: the REPL application's region
+On a terminal, assistant text streams into a live area (`agent/repl/live_area.py`: the REPL application's region
 above the input, or a rich `Live` elsewhere) rendered as Markdown; every finished block (outside a code fence)
 is printed for good and leaves the live area, so a long reply never scrolls out of it (no flicker, no
 duplicated text), and what is printed is what rendering the whole reply at once would print. The open block
@@ -22,8 +22,8 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from agent.live_area import RichLiveArea
-from agent.permission_menu import visible
+from agent.repl.live_area import RichLiveArea
+from agent.repl.permission_menu import visible
 from services.events import (
     AssistantEvent,
     NoticeEvent,

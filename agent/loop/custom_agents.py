@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.custom_commands import claude_dir
+from agent.slash.custom import claude_dir
 from services.skills.safe_read import ScopedReader
 from services.subagents import AgentDef, discover_agents, parse_agents_flag
 

@@ -1,6 +1,6 @@
 """`agent trust [DIR] [--list] [--revoke]`: record, list or revoke folder trust (services/trust.py).
 
-Imported only when `agent trust` runs (agent/subcommands.py), so Typer costs the other commands nothing.
+Imported only when `agent trust` runs (agent/subcommands/dispatch.py), so Typer costs the other commands nothing.
 """
 
 import sys

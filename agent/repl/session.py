@@ -5,7 +5,7 @@ Input: a `PromptSession` with per-project history in the agent home that stays o
 Enter submits (queued while a turn runs, sent when it ends), Alt-Enter / Ctrl-J / `\\`+Enter insert a
 newline, a bracketed paste stays one message, Tab completes `/commands` and `@paths`, and a bottom toolbar
 shows the queue, model, permission mode, `ctx ~N%` and cost. Turn handling is the state machine of
-`agent/repl_state.py` (idle, running, asking, interrupted); the keys are in `agent/repl_keys.py`.
+`agent/repl/state.py` (idle, running, asking, interrupted); the keys are in `agent/repl/keys.py`.
 
 During a turn Ctrl-C or Esc aborts it through `engine.abort()` (a second Ctrl-C cancels the task). At an idle
 prompt Ctrl-C clears a non-empty line; on an empty one the first press says `Press Ctrl-C again to exit` and
@@ -37,11 +37,9 @@ from prompt_toolkit.patch_stdout import StdoutProxy
 from rich.console import Console
 from rich.text import Text
 
-from agent.app import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
-from agent.commands import CommandContext, CommandRouter, context_percent, context_tokens, default_router
-from agent.custom_commands import command_model
 from agent.errors import os_error_line, set_transcript
-from agent.image_input import (
+from agent.loop.factory import AppOptions, ResumeError, build_engine, load_resume_target, start_mcp
+from agent.repl.image_input import (
     MAX_PASTE_BYTES,
     PendingImages,
     TooLarge,
@@ -49,12 +47,11 @@ from agent.image_input import (
     image_paths,
     read_clipboard_image,
 )
-from agent.live_area import AppLiveArea
-from agent.mcp_commands import register_mcp_commands, wait_for_prompt_server
-from agent.permission_menu import ESCAPE_SEQUENCE, menu_lines, rejection, visible
-from agent.render import Renderer, make_console
-from agent.repl_keys import repl_key_bindings
-from agent.repl_state import (
+from agent.repl.keys import repl_key_bindings
+from agent.repl.live_area import AppLiveArea
+from agent.repl.permission_menu import ESCAPE_SEQUENCE, menu_lines, rejection, visible
+from agent.repl.render import Renderer, make_console
+from agent.repl.state import (
     BUSY,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -77,8 +74,11 @@ from agent.repl_state import (
     TurnEnded,
     step,
 )
-from agent.skill_commands import register_custom_commands, register_skill_commands
-from agent.status_line import StatusLine, status_payload
+from agent.repl.status_line import StatusLine, status_payload
+from agent.slash.custom import command_model
+from agent.slash.mcp import register_mcp_commands, wait_for_prompt_server
+from agent.slash.router import CommandContext, CommandRouter, context_percent, context_tokens, default_router
+from agent.slash.skills import register_custom_commands, register_skill_commands
 from services.config import project_dir
 from services.events import AssistantEvent, ToolEndEvent
 from services.session import SessionLocked, privacy_warnings
@@ -108,7 +108,7 @@ class ReplCompleter(Completer):
             yield c
         word = document.get_word_before_cursor(WORD=True)
         if self.mcp is not None and word.startswith("@") and not document.text_before_cursor.startswith("/"):
-            from agent.mcp_commands import mention_completions
+            from agent.slash.mcp import mention_completions
 
             for text, meta in await mention_completions(self.mcp, word[1:]):
                 yield Completion("@" + text, start_position=-len(word), display_meta=meta)
@@ -244,7 +244,7 @@ class _Question:
 
 
 class Repl:
-    """The REPL: one prompt-toolkit application for the whole session, driven by `agent/repl_state.py`.
+    """The REPL: one prompt-toolkit application for the whole session, driven by `agent/repl/state.py`.
 
     The input box stays live while a turn runs. Everything that happens (a submitted line, Ctrl-C, Esc,
     Ctrl-D, SIGTERM, a question, the end of a turn, a resize) goes through `dispatch`, which asks the pure
@@ -453,7 +453,7 @@ class Repl:
     def say(self, text: str, style: str = "") -> None:
         self.console.print(Text(text, style=style))
 
-    # -- keys (called by agent/repl_keys.py) -------------------------------------------------------
+    # -- keys (called by agent/repl/keys.py) -------------------------------------------------------
     def submit_buffer(self, buf: Any) -> None:
         text = buf.text
         if text.strip():
@@ -509,7 +509,7 @@ class Repl:
 
     def show_transcript(self) -> None:
         """Ctrl-O: the whole conversation, expanded (thinking, full tool output)."""
-        from agent.transcript_view import show_transcript
+        from agent.repl.transcript_view import show_transcript
 
         show_transcript(self.ctx, "")
 
@@ -752,7 +752,7 @@ class Repl:
 
     def show_past(self, messages: list[Any], limit: int = 40) -> None:
         """The earlier conversation, compactly: the user's prompts, the answers' first lines, tool calls."""
-        from agent.render import past_lines
+        from agent.repl.render import past_lines
 
         lines = past_lines(messages)
         if len(lines) > limit:
@@ -858,13 +858,13 @@ class Repl:
         """Start MCP servers in the background (if any are configured): `/mcp`, prompt commands as servers
         become ready, and the answers to their sampling and elicitation requests. Their tools reach the
         model before its next call (the engine's refresher), with a notice."""
-        from agent.mcp_hooks import make_elicitation_handler, make_sampling_handler
+        from agent.loop.mcp_hooks import make_elicitation_handler, make_sampling_handler
 
         self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"),
                                    opts=self.opts)
         register_mcp_commands(self.router, self.mcp, ask=self.ask_text)
         if self.mcp is not None:
-            from agent.app import mcp_refresher
+            from agent.loop.factory import mcp_refresher
 
             self.session.completer.mcp = self.mcp  # type: ignore[union-attr]
             self.mcp.handlers.progress = self.renderer.progress

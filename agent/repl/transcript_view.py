@@ -21,7 +21,7 @@ from rich.console import Group, RenderableType
 from rich.markdown import Markdown
 from rich.text import Text
 
-from agent.permission_menu import visible
+from agent.repl.permission_menu import visible
 from services.messages import Message, is_user_text_message
 from services.tool_result_storage import PERSISTED_OUTPUT_TAG
 

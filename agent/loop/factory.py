@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.context import SystemPromptBuilder, instruction_places
-from agent.deps import QueryDeps, production_deps
-from agent.engine import EngineConfig, QueryEngine
+from agent.loop.context import SystemPromptBuilder, instruction_places
+from agent.loop.deps import QueryDeps, production_deps
+from agent.loop.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_environ, agent_home, env_flag
 from services.hooks import Hooks
@@ -122,8 +122,8 @@ def build_engine(
 
     settings = opts.settings
     home = agent_home()
-    from agent.custom_agents import load_custom_agents
-    from agent.custom_commands import load_custom_commands
+    from agent.loop.custom_agents import load_custom_agents
+    from agent.slash.custom import load_custom_commands
     from services.skills.safe_read import ScopedReader
 
     skill_reader = ScopedReader([opts.cwd, home])  # SKILL.md files never read through a link out of scope

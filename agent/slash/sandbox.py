@@ -12,7 +12,7 @@ from typing import Any
 MODES = {"auto-allow": (True, True), "regular": (True, False), "off": (False, None), "on": (True, None)}
 
 
-def cmd_sandbox(ctx: Any, args: str) -> None:  # ctx: agent.commands.CommandContext
+def cmd_sandbox(ctx: Any, args: str) -> None:  # ctx: agent.slash.router.CommandContext
     sandbox = getattr(ctx.engine.gate, "sandbox", None)
     if sandbox is None:
         ctx.say("No sandbox in this session.", "dim")

@@ -1,0 +1,1 @@
+"""The loop, the engine and the one factory that builds it."""

@@ -1,0 +1,1 @@
+"""The interactive front end, split by concern: session, input, keys, rendering, menus."""

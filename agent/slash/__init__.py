@@ -1,0 +1,1 @@
+"""Slash commands, shared by every front end."""

@@ -1,0 +1,1 @@
+"""`agent doctor`, `agent config`, `agent mcp`, `agent trust`."""
