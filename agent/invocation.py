@@ -166,7 +166,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
     # Trust: decided before anything of the folder's is read; only the REPL asks.
     trusted = is_trusted(workdir, agent_home())
     if interactive and not trusted:
-        from agent.repl.session import ask_folder_trust
+        from agent.repl.trust_prompt import ask_folder_trust
 
         trusted = ask_folder_trust(workdir, agent_home())
     boundary = AppOptions(cwd=workdir, settings=Settings(), trusted=trusted, extra_settings=extra_settings,
