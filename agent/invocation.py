@@ -10,12 +10,17 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.flags import MODE_ALIASES, UsageError, split_tool_list, workdir_of
 from agent.loop.factory import AppOptions
+
+if TYPE_CHECKING:
+    from services.config import Settings
+    from services.settings import MergedSettings
 
 
 @dataclass
@@ -119,10 +124,66 @@ def _setting_sources(ns: argparse.Namespace) -> list[str] | None:
     return [s.strip() for s in ns.setting_sources.split(",") if s.strip()]
 
 
+@dataclass
+class Flags:
+    """What the flags ask for, checked and read (files they name included), before anything is applied."""
+
+    ns: argparse.Namespace
+    mode: str
+    workdir: Path
+    add_dirs: list[Path]
+    system_prompt: str | None
+    append_system_prompt: str | None
+    extra_settings: dict[str, Any] | None
+    json_schema: dict[str, Any] | None
+    mcp_configs: list[dict[str, Any]]
+    prompt: str
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
 def build_invocation(ns: argparse.Namespace) -> Invocation:
-    from agent.loop.factory import load_boundary
-    from services.config import ConfigError, Settings, agent_home, has_credentials
-    from services.trust import is_trusted
+    """Parse the flags, then apply them (chdir, trust, settings, stdin)."""
+    return apply_flags(parse_flags(ns))
+
+
+def parse_flags(ns: argparse.Namespace, warn: Callable[[str], None] = _say) -> Flags:
+    """Check the flag combinations and read the files the flags name. Changes nothing in the process:
+    `warn` gets the lines about flags that are ignored or replaced."""
+    _check_combinations(ns)
+    mode = _permission_mode(ns)
+    for key, value in sorted(vars(ns).items()):
+        if key.startswith("ignored_") and value not in (None, False):
+            flag = "--" + key.removeprefix("ignored_").replace("_", "-")
+            warn(f"warning: {flag} is not supported by this agent; ignored")
+    workdir = workdir_of(ns)
+    add_dirs = []
+    for d in ns.add_dirs:
+        p = (workdir / Path(d).expanduser()).resolve()
+        if not p.is_dir():
+            raise UsageError(f"--add-dir {d}: not a directory")
+        add_dirs.append(p)
+    system_prompt = ns.system_prompt
+    if ns.system_prompt_file:
+        system_prompt = _read_text_file("--system-prompt-file", ns.system_prompt_file)
+    append = ns.append_system_prompt
+    if ns.append_system_prompt_file:
+        append = _read_text_file("--append-system-prompt-file", ns.append_system_prompt_file)
+    return Flags(
+        ns=ns, mode=mode, workdir=workdir, add_dirs=add_dirs, system_prompt=system_prompt,
+        append_system_prompt=append,
+        extra_settings=_json_arg("--settings", ns.settings) if ns.settings else None,
+        json_schema=_json_arg("--json-schema", ns.json_schema) if ns.json_schema else None,
+        mcp_configs=[_json_arg("--mcp-config", c) for c in ns.mcp_config],
+        prompt=" ".join(ns.prompt or []).strip(),
+    )
+
+
+def _check_combinations(ns: argparse.Namespace) -> None:
+    """Claude Code's checks on flags that only work together, each a one-line usage error."""
+    from services.config import ConfigError
 
     if ns.output_format == "stream-json" and ns.print_mode and not ns.verbose:
         # Claude Code's check, its words and its exit code (1).
@@ -138,46 +199,61 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
             raise UsageError(f"--session-id must be a valid UUID, got {ns.session_id!r}") from None
     if ns.fork_session and not (ns.continue_ or ns.resume):
         raise UsageError("--fork-session works with --resume or --continue")
-    mode = _permission_mode(ns)
-    for key, value in sorted(vars(ns).items()):
-        if key.startswith("ignored_") and value not in (None, False):
-            flag = "--" + key.removeprefix("ignored_").replace("_", "-")
-            sys.stderr.write(f"warning: {flag} is not supported by this agent; ignored\n")
-    workdir = workdir_of(ns)
-    add_dirs = []
-    for d in ns.add_dirs:
-        p = (workdir / Path(d).expanduser()).resolve()
-        if not p.is_dir():
-            raise UsageError(f"--add-dir {d}: not a directory")
-        add_dirs.append(p)
-    system_prompt = ns.system_prompt
-    if ns.system_prompt_file:
-        system_prompt = _read_text_file("--system-prompt-file", ns.system_prompt_file)
-    append = ns.append_system_prompt
-    if ns.append_system_prompt_file:
-        append = _read_text_file("--append-system-prompt-file", ns.append_system_prompt_file)
-    extra_settings = _json_arg("--settings", ns.settings) if ns.settings else None
-    json_schema = _json_arg("--json-schema", ns.json_schema) if ns.json_schema else None
-    mcp_configs = [_json_arg("--mcp-config", c) for c in ns.mcp_config]
-    os.chdir(workdir)
-    text = " ".join(ns.prompt or []).strip()
-    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
-    interactive = not ns.print_mode and on_terminal and ns.input_format == "text"
-    # Trust: decided before anything of the folder's is read; only the REPL asks.
+
+
+def apply_flags(flags: Flags) -> Invocation:
+    """Act on parsed flags: enter the working directory, decide trust (the REPL asks), load the settings
+    under it, pick the model, read the prompt from stdin when there is none, check for credentials."""
+    from services.config import ConfigError, Settings, has_credentials
+
+    ns = flags.ns
+    os.chdir(flags.workdir)
+    interactive = not ns.print_mode and sys.stdin.isatty() and sys.stdout.isatty() and ns.input_format == "text"
+    boundary = AppOptions(cwd=flags.workdir, settings=Settings(), trusted=_decide_trust(flags.workdir, interactive),
+                          extra_settings=flags.extra_settings, setting_sources=_setting_sources(ns))
+    settings = _load_settings(boundary)
+    _apply_model_flags(settings, ns, boundary.merged)
+    text = flags.prompt
+    if not interactive and not text and ns.input_format == "text":
+        text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
+        if not text:
+            raise UsageError("no prompt: pass it as an argument or on stdin (agent -p < task.txt)")
+    if not settings.mock and not has_credentials():
+        raise ConfigError(
+            "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or run with --mock to try the "
+            "offline model"
+        )
+    return _invocation(flags, _app_options(flags, settings, boundary, interactive), text)
+
+
+def _decide_trust(workdir: Path, interactive: bool) -> bool:
+    """Trust is decided before anything of the folder's is read; only the REPL asks."""
+    from services.config import agent_home
+    from services.trust import is_trusted
+
     trusted = is_trusted(workdir, agent_home())
     if interactive and not trusted:
         from agent.repl.trust_prompt import ask_folder_trust
 
         trusted = ask_folder_trust(workdir, agent_home())
-    boundary = AppOptions(cwd=workdir, settings=Settings(), trusted=trusted, extra_settings=extra_settings,
-                          setting_sources=_setting_sources(ns))
+    return trusted
+
+
+def _load_settings(boundary: AppOptions) -> Settings:
+    """Settings of every scope, `.env` (trusted only) and the child environment; its lines are said."""
+    from agent.loop.factory import load_boundary
+    from services.config import ConfigError, Settings
+
     try:
-        for line in load_boundary(boundary):  # settings of every scope, .env (trusted only), child env
+        for line in load_boundary(boundary):
             sys.stderr.write(line + "\n")
-        settings = Settings.from_env()
+        return Settings.from_env()
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    merged = boundary.merged
+
+
+def _apply_model_flags(settings: Settings, ns: argparse.Namespace, merged: MergedSettings | None) -> None:
+    """The model, turns and thinking the flags choose over the settings; the model's notices are said."""
     settings.model, notices = _chosen_model(ns.model, merged.model if merged is not None else None,
                                             settings.model)
     if ns.max_turns:
@@ -195,32 +271,26 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         for line in notices:  # retired, retiring, remapped or unknown: said once, at start
             sys.stderr.write(line + "\n")
 
-    if not interactive and not text and ns.input_format == "text":
-        text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
-        if not text:
-            raise UsageError("no prompt: pass it as an argument or on stdin (agent -p < task.txt)")
-    if not settings.mock and not has_credentials():
-        raise ConfigError(
-            "no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN), or run with --mock to try the "
-            "offline model"
-        )
-    app = AppOptions(
-        cwd=workdir,
+
+def _app_options(flags: Flags, settings: Settings, boundary: AppOptions, interactive: bool) -> AppOptions:
+    ns = flags.ns
+    return AppOptions(
+        cwd=flags.workdir,
         settings=settings,
-        permission_mode=mode,
+        permission_mode=flags.mode,
         allowed_tools=split_tool_list(ns.allowed_tools),
         disallowed_tools=split_tool_list(ns.disallowed_tools),
         interactive=interactive,
-        add_dirs=add_dirs,
-        system_prompt=system_prompt,
-        append_system_prompt=append,
+        add_dirs=flags.add_dirs,
+        system_prompt=flags.system_prompt,
+        append_system_prompt=flags.append_system_prompt,
         tools=_tools_filter(ns.tools),
-        mcp_configs=mcp_configs,
+        mcp_configs=flags.mcp_configs,
         strict_mcp_config=ns.strict_mcp_config,
-        extra_settings=extra_settings,
+        extra_settings=flags.extra_settings,
         setting_sources=boundary.setting_sources,
-        trusted=trusted,
-        merged=merged,
+        trusted=boundary.trusted,
+        merged=boundary.merged,
         permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
         fork_session=ns.fork_session,
@@ -229,12 +299,16 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         betas=split_tool_list(ns.betas),
         agents_json=ns.agents,
         headless=not interactive,
-        json_schema=json_schema,
+        json_schema=flags.json_schema,
     )
+
+
+def _invocation(flags: Flags, app: AppOptions, text: str) -> Invocation:
+    ns = flags.ns
     return Invocation(
         app=app,
         prompt=text,
-        interactive=interactive,
+        interactive=app.interactive,
         output_format=ns.output_format,
         input_format=ns.input_format,
         include_partial=ns.include_partial_messages,
@@ -245,7 +319,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         resume=ns.resume,
         fork_session=ns.fork_session,
         max_budget_usd=ns.max_budget_usd,
-        json_schema=json_schema,
+        json_schema=flags.json_schema,
         permission_prompt_tool=ns.permission_prompt_tool,
         never_ask=ns.permission_mode == "dontAsk",
         effort=ns.effort,
