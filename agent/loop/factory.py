@@ -106,6 +106,19 @@ def schema_instruction(schema: dict[str, Any]) -> str:
             "with no other text:\n" + json.dumps(schema, ensure_ascii=False))
 
 
+@dataclass
+class _Found:
+    """What the engine is made of that is read from the folder and the agent home."""
+
+    skills: list[Any]
+    skill_notices: list[str]
+    custom_commands: Any
+    command_notices: list[str]
+    prompt: SystemPromptBuilder
+    agents: Any
+    agent_notices: list[str]
+
+
 def build_engine(
     opts: AppOptions, deps: QueryDeps | None = None, ask: AskHook | None = None, mcp: Any = None,
     wrap_hooks: Callable[[Hooks], Hooks] | None = None,
@@ -114,35 +127,74 @@ def build_engine(
     model (`deps`, tests), its question hook (`ask`), MCP servers started before it (`mcp`), and hooks
     that run after the project's own (`wrap_hooks`: the SDK's callbacks)."""
     from services.hooks.command import CommandHooks
-    from services.server_tools import enabled_server_tools
-    from services.skills import discover_skills
-    from services.thinking import options_from
     from tools.agent_tool import AgentTool
-    from tools.skill import SkillTool
 
     settings = opts.settings
     home = agent_home()
+    found = _find(opts, home)
+    # Sub-agents: the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
+    agent_tool = AgentTool(
+        lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
+        get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
+        agents=found.agents,
+    )
+    tools = _offered_tools(opts, found.skills, agent_tool, lambda: engine.gate, ask, mcp)
+    flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
+    hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
+    config = _engine_config(opts)
+    gate = _build_gate(opts, home, ask)
+    tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
+    _attach_sandbox(opts, gate, tools)
+    # MCP servers join in the background: their tools reach the list before each model call.
+    blocked = {r for r in gate.disallowed_tools if "(" not in r}
+    engine = QueryEngine(
+        config, tools, deps or production_deps(
+            mock=settings.mock, betas=opts.betas,
+            fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
+        gate=gate, hooks=wrap_hooks(hooks) if wrap_hooks is not None else hooks, session_id=opts.session_id,
+        persist=opts.persist_session, prompt_for=_prompt_for(opts, found.prompt, gate, mcp), skills=found.skills,
+        prompt_builder=found.prompt,
+        refresh_tools=McpRefresher(tools, mcp, blocked) if mcp is not None else None,
+        custom_commands=found.custom_commands, agent_defs=found.agents,
+        notices_at_start=[*found.skill_notices, *found.command_notices, *found.agent_notices],
+    )
+    found.prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
+    for notice in found.prompt.take_notices():
+        sys.stderr.write(f"notice: {notice}\n")
+    hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
+    # Spill files: remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
+    from services.spill_cleanup import cleanup_spill_dirs
+
+    cleanup_spill_dirs(home=home)
+    return engine
+
+
+def _find(opts: AppOptions, home: Path) -> _Found:
+    """Skills, custom commands, the instructions and custom sub-agents of the folder and the agent home."""
     from agent.loop.custom_agents import load_custom_agents
     from agent.slash.custom import load_custom_commands
+    from services.skills import discover_skills
     from services.skills.safe_read import ScopedReader
 
     skill_reader = ScopedReader([opts.cwd, home])  # SKILL.md files never read through a link out of scope
     skills = discover_skills(opts.cwd, home, skill_reader)
     custom_commands, command_notices = load_custom_commands(opts.cwd, home)
     prompt = instruction_prompt(opts, home, skills)
-    # Sub-agents: the Agent tool reads the engine's deps, tools, gate and hooks when it runs.
     agents, agent_notices = load_custom_agents(opts.cwd, home, opts.agents_json)
-    agent_tool = AgentTool(
-        lambda: engine.tools, lambda: engine.config.model, get_gate=lambda: engine.gate,
-        get_hooks=lambda: engine.hooks, get_compact=lambda: engine.config.compact, max_tokens=settings.max_tokens,
-        agents=agents,
-    )
-    tools = default_tools(include_echo=settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
+    return _Found(skills, skill_reader.notices, custom_commands, command_notices, prompt, agents, agent_notices)
+
+
+def _offered_tools(opts: AppOptions, skills: list[Any], agent_tool: Tool, get_gate: Callable[[], PermissionGate],
+                   ask: AskHook | None, mcp: Any) -> list[Tool]:
+    """The tools offered to the model: the built-ins (narrowed by --tools), then the MCP servers' own."""
+    from tools.skill import SkillTool
+
+    tools = default_tools(include_echo=opts.settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
     if ask is not None:  # someone can approve a plan (REPL, SDK host); Claude Code's -p does not offer it
         from tools.exit_plan_mode import ExitPlanModeTool
 
-        tools.append(ExitPlanModeTool(lambda: engine.gate))
+        tools.append(ExitPlanModeTool(get_gate))
     if opts.tools is not None:  # --tools: only these built-ins (MCP tools are chosen by --mcp-config)
         wanted = set(opts.tools)
         tools = [t for t in tools if t.name in wanted]
@@ -152,13 +204,19 @@ def build_engine(
         from tools.wait_mcp import WaitForMcpServersTool
 
         tools.append(WaitForMcpServersTool(mcp))
-    flag_hooks = [table for src, table in (opts.merged.hooks if opts.merged else []) if src == "--settings"]
-    hooks = CommandHooks(opts.cwd, home, trusted=opts.trusted, extra=flag_hooks)
+    return tools
+
+
+def _engine_config(opts: AppOptions) -> EngineConfig:
+    from services.server_tools import enabled_server_tools
+    from services.thinking import options_from
+
+    settings = opts.settings
     # Settings files other readers still take (thinking, server tools): the user's, plus the folder's own
     # only when it is trusted (the same rule the settings layer applies).
     settings_files = [Path(f.path) for f in (opts.merged.files if opts.merged else [])
                       if f.path != "--settings" and (opts.trusted or f.scope not in ("project", "local"))]
-    config = EngineConfig(
+    return EngineConfig(
         cwd=opts.cwd,
         model=settings.model,
         max_turns=settings.max_turns,
@@ -171,12 +229,13 @@ def build_engine(
                               budget=settings.max_thinking_tokens),
         server_tools=enabled_server_tools(settings_files),
     )
-    gate = _build_gate(opts, home, ask)
-    tools = [t for t in tools if t.name not in {r for r in gate.disallowed_tools if "(" not in r}]
-    _attach_sandbox(opts, gate, tools)
 
-    # The prompt is rebuilt per session / when memory changes. --system-prompt replaces it (an empty one
-    # included, as the Agent SDK sends by default); the sandbox section follows our own prompt only.
+
+def _prompt_for(opts: AppOptions, prompt: SystemPromptBuilder, gate: PermissionGate,
+                mcp: Any) -> Callable[[str], str]:
+    """The prompt is rebuilt per session / when memory changes. --system-prompt replaces it (an empty one
+    included, as the Agent SDK sends by default); the sandbox section follows our own prompt only."""
+
     def prompt_for(session_id: str) -> str:
         base = opts.system_prompt if opts.system_prompt is not None else prompt.build(session_id)
         if opts.system_prompt is None:
@@ -192,27 +251,7 @@ def build_engine(
             system += "\n\n" + schema_instruction(opts.json_schema)
         return system
 
-    # MCP servers join in the background: their tools reach the list before each model call.
-    blocked = {r for r in gate.disallowed_tools if "(" not in r}
-    engine = QueryEngine(
-        config, tools, deps or production_deps(
-            mock=settings.mock, betas=opts.betas,
-            fallback_models=[m.strip() for m in (opts.fallback_model or "").split(",") if m.strip()]),
-        gate=gate, hooks=wrap_hooks(hooks) if wrap_hooks is not None else hooks, session_id=opts.session_id,
-        persist=opts.persist_session, prompt_for=prompt_for, skills=skills, prompt_builder=prompt,
-        refresh_tools=McpRefresher(tools, mcp, blocked) if mcp is not None else None,
-        custom_commands=custom_commands, agent_defs=agents,
-        notices_at_start=[*skill_reader.notices, *command_notices, *agent_notices],
-    )
-    prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
-    for notice in prompt.take_notices():
-        sys.stderr.write(f"notice: {notice}\n")
-    hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
-    # Spill files: remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
-    from services.spill_cleanup import cleanup_spill_dirs
-
-    cleanup_spill_dirs(home=home)
-    return engine
+    return prompt_for
 
 
 def _attach_sandbox(opts: AppOptions, gate: PermissionGate, tools: list) -> None:  # noqa: ANN001
