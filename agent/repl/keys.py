@@ -26,8 +26,16 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
     free = Condition(lambda: repl.asking_kind() is None)
     busy = Condition(lambda: repl.is_busy())
     idle = Condition(lambda: not repl.is_busy())
+    _menu_keys(kb, repl, menu)
+    _text_keys(kb, repl, text_ask)
+    _editing_keys(kb, repl, free, busy, idle)
+    _thinking_key(kb, repl, free)
+    _control_keys(kb, repl, free)
+    return kb
 
-    # -- the permission menu ---------------------------------------------------------------------------
+
+def _menu_keys(kb: KeyBindings, repl: Any, menu: Condition) -> None:
+    """The permission menu: digits and letters pick, arrows move, Enter takes the selection."""
     for key, value in MENU_PICKS.items():
         kb.add(key, filter=menu)(lambda event, v=value: repl.answer(v))
 
@@ -57,7 +65,10 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
     def _menu_ignore(event: Any) -> None:  # a stray key (or paste) never answers a question by accident
         pass
 
-    # -- a line asked for (a note, a number, an MCP form field) ---------------------------------------
+
+def _text_keys(kb: KeyBindings, repl: Any, text_ask: Condition) -> None:
+    """A line asked for (a note, a number, an MCP form field)."""
+
     @kb.add("enter", filter=text_ask)
     def _text_enter(event: Any) -> None:
         repl.answer(event.current_buffer.text)
@@ -68,7 +79,10 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
     def _text_cancel(event: Any) -> None:
         repl.answer(None)
 
-    # -- the input box ----------------------------------------------------------------------------------
+
+def _editing_keys(kb: KeyBindings, repl: Any, free: Condition, busy: Condition, idle: Condition) -> None:
+    """The input box: newlines, Enter, Esc, Esc Esc, Shift+Tab."""
+
     @kb.add("escape", "enter", filter=free)
     @kb.add("c-j", filter=free)
     def _newline(event: Any) -> None:
@@ -100,7 +114,9 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
         repl.cycle_mode()
         event.app.invalidate()
 
-    _thinking_key(kb, repl, free)
+
+def _control_keys(kb: KeyBindings, repl: Any, free: Condition) -> None:
+    """Ctrl-C, Ctrl-D, Ctrl-O and pasting, at the input box."""
 
     @kb.add("c-c", filter=free)
     def _ctrl_c(event: Any) -> None:
@@ -125,8 +141,6 @@ def repl_key_bindings(repl: Any) -> KeyBindings:
     @kb.add(Keys.BracketedPaste, filter=free)
     def _paste(event: Any) -> None:  # a dropped image file arrives as its pasted path: `[Image #N]`
         repl.paste_text(event.current_buffer, event.data)
-
-    return kb
 
 
 def _thinking_key(kb: KeyBindings, repl: Any, free: Any) -> None:
