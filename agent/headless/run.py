@@ -18,7 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from agent import __version__
@@ -88,6 +88,16 @@ def _model_limits(model: str) -> tuple[int, int]:
     from services import models
 
     return models.context_window(model), models.max_output_tokens(model)
+
+
+@dataclass
+class _Tally:
+    """What the result line says about a turn: its last text and stop reason, and its tool results
+    (Claude Code's num_turns is 1 + the tool results of the task)."""
+
+    last_text: str = ""
+    last_stop: Any = None
+    tool_results: int = 0
 
 
 class HeadlessRun:
@@ -169,35 +179,15 @@ class HeadlessRun:
         self.api_seconds = 0.0
         self.engine.gate.denials.clear()
         usage_before = self.engine.usage.as_dict()
-        last_text, last_stop = "", None
-        tool_results = 0  # Claude Code's num_turns: 1 + the tool results of the task
+        tally = _Tally()
         self.budget_hit = False
         terminal: Terminal | None = None
         try:
             async for ev in self.engine.run_turn(text, inject_before=inject or None, images=blocks or None):
-                if isinstance(ev, AssistantEvent):
-                    t = message_text(ev.message)
-                    if t:
-                        last_text = t
-                    last_stop = ev.message.get("stop_reason") or last_stop
-                    self._assistant(ev.message)
-                    if isinstance(self.emit, JsonOut) and self.emit.closed:
-                        self.engine.abort()  # nobody reads on: the reply is kept, no more is run
-                elif isinstance(ev, ToolResultsEvent):
-                    tool_results += sum(1 for b in ev.message.get("content") or [] if b.get("type") == "tool_result")
-                    for m in [ev.message, *ev.extra_messages]:
-                        self._user(m)
-                elif isinstance(ev, UserMessageEvent):
-                    self._user(ev.message)
-                elif isinstance(ev, StreamEvent):
-                    if self.emit is not None and self.inv.include_partial:
-                        self.emit({"type": "stream_event", "event": ev.event, **self._base()})
-                elif isinstance(ev, NoticeEvent):
-                    self._notice(ev)
-                elif isinstance(ev, ToolStartEvent | ToolEndEvent):
-                    self._tool_line(ev)
-                elif isinstance(ev, Terminal):
+                if isinstance(ev, Terminal):
                     terminal = ev
+                else:
+                    self._event(ev, tally)
         except OSError:
             raise  # disk full, read-only home...: the entry-point guard names the path (agent/errors.py)
         except Exception as exc:  # a bug in a stage still ends with one result, not a traceback
@@ -213,8 +203,33 @@ class HeadlessRun:
         elif reason == "aborted" and self.emit is not None:
             self.emit({"type": "user", "message": {"role": "user", "content": [{"type": "text",
                        "text": INTERRUPTED_TEXT}]}, **self._base()})
-        result = self._result(reason, terminal, last_text, last_stop, usage_before, started, 1 + tool_results)
+        result = self._result(reason, terminal, tally.last_text, tally.last_stop, usage_before, started,
+                              1 + tally.tool_results)
         return terminal, result
+
+    def _event(self, ev: Any, tally: _Tally) -> None:
+        """One event of the turn: written out (as Claude Code's stream-json does) and counted."""
+        if isinstance(ev, AssistantEvent):
+            t = message_text(ev.message)
+            if t:
+                tally.last_text = t
+            tally.last_stop = ev.message.get("stop_reason") or tally.last_stop
+            self._assistant(ev.message)
+            if isinstance(self.emit, JsonOut) and self.emit.closed:
+                self.engine.abort()  # nobody reads on: the reply is kept, no more is run
+        elif isinstance(ev, ToolResultsEvent):
+            tally.tool_results += sum(1 for b in ev.message.get("content") or [] if b.get("type") == "tool_result")
+            for m in [ev.message, *ev.extra_messages]:
+                self._user(m)
+        elif isinstance(ev, UserMessageEvent):
+            self._user(ev.message)
+        elif isinstance(ev, StreamEvent):
+            if self.emit is not None and self.inv.include_partial:
+                self.emit({"type": "stream_event", "event": ev.event, **self._base()})
+        elif isinstance(ev, NoticeEvent):
+            self._notice(ev)
+        elif isinstance(ev, ToolStartEvent | ToolEndEvent):
+            self._tool_line(ev)
 
     def cost(self) -> float:
         return self.engine.usage.cost(self.engine.config.model)
