@@ -108,6 +108,27 @@ class _Accumulator:
         self.started = False
         self.finished = False
 
+    def feed(self, event: Any) -> TextDelta | ThinkingDelta | None:
+        """One raw stream event taken in; a text or thinking delta comes back to be streamed on."""
+        kind = event.type
+        if kind == "message_start":
+            self.started = True
+            self.model = getattr(event.message, "model", None)
+            self.usage.update(_usage(event.message.usage))
+        elif kind == "content_block_start":
+            self.start_block(event.index, event.content_block)
+        elif kind == "content_block_delta":
+            return self.delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            self.stop_block(event.index)
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason
+            self.stop_details = _plain(getattr(event.delta, "stop_details", None))
+            self.usage.update(_usage(event.usage))
+        elif kind == "message_stop":
+            self.finished = True
+        return None
+
     def start_block(self, index: int, block: Any) -> None:
         data = block.model_dump(mode="json", exclude_unset=True) if hasattr(block, "model_dump") else dict(block)
         if data.get("type") in _JSON_INPUT_BLOCKS:
@@ -319,27 +340,11 @@ class AnthropicModel:
         try:
             async with stream:
                 async for event in stream:
-                    kind = event.type
                     if request.raw_events:
                         yield RawStreamEvent(event.to_dict())
-                    if kind == "message_start":
-                        acc.started = True
-                        acc.model = getattr(event.message, "model", None)
-                        acc.usage.update(_usage(event.message.usage))
-                    elif kind == "content_block_start":
-                        acc.start_block(event.index, event.content_block)
-                    elif kind == "content_block_delta":
-                        out = acc.delta(event.index, event.delta)
-                        if out is not None:
-                            yield out
-                    elif kind == "content_block_stop":
-                        acc.stop_block(event.index)
-                    elif kind == "message_delta":
-                        acc.stop_reason = event.delta.stop_reason
-                        acc.stop_details = _plain(getattr(event.delta, "stop_details", None))
-                        acc.usage.update(_usage(event.usage))
-                    elif kind == "message_stop":
-                        acc.finished = True
+                    out = acc.feed(event)
+                    if out is not None:
+                        yield out
         except (httpx2.HTTPError, anthropic.APIConnectionError) as exc:
             if acc.started:
                 # Half a message (maybe half a tool call) is not executed; the call is made again.
