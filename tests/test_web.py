@@ -37,69 +37,87 @@ HTML = b"""<!doctype html><html><head><title>Test  Page</title><style>body{color
 <a href="/docs/intro">the intro</a>.</p><ul><li>one</li><li>two</li></ul></body></html>"""
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """The canned routes; `server.owner` is the `Server` that counts the hits."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, ctype: str = "text/plain", **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in headers.items():
+            self.send_header(k.replace("_", "-"), v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        url = urlsplit(self.path)
+        owner: Server = self.server.owner  # type: ignore[attr-defined]
+        owner.hits.append((self.path, dict(self.headers)))
+        route = _ROUTES.get(url.path)
+        if route is None:
+            self._send(404, b"no such page")
+        else:
+            route(self, parse_qs(url.query), owner)
+
+    def _page(self, q: dict[str, list[str]], owner: Server) -> None:
+        self._send(200, HTML, "text/html; charset=utf-8")
+
+    def _plain(self, q: dict[str, list[str]], owner: Server) -> None:
+        self._send(200, "plain text — ünïcode\n".encode(), "text/plain; charset=utf-8")
+
+    def _big(self, q: dict[str, list[str]], owner: Server) -> None:
+        size = int(q.get("n", ["1048576"])[0])
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        chunk = b"x" * 65536
+        sent = 0
+        try:
+            while sent < size:
+                self.wfile.write(chunk[: size - sent])
+                sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _slow(self, q: dict[str, list[str]], owner: Server) -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not owner.stop.is_set():
+            time.sleep(0.02)
+        try:
+            self._send(200, b"late")
+        except OSError:
+            pass
+
+    def _redirect(self, q: dict[str, list[str]], owner: Server) -> None:
+        self._send(302, b"", Location=q["to"][0])
+
+    def _loop(self, q: dict[str, list[str]], owner: Server) -> None:
+        n = int(q.get("n", ["0"])[0])
+        self._send(302, b"", Location=f"/loop?n={n + 1}")
+
+    def _image(self, q: dict[str, list[str]], owner: Server) -> None:
+        self._send(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 100, "image/png")
+
+    def _host(self, q: dict[str, list[str]], owner: Server) -> None:
+        self._send(200, (self.headers.get("Host") or "").encode())
+
+
+_ROUTES = {"/page.html": _Handler._page, "/plain": _Handler._plain, "/big": _Handler._big,
+           "/slow": _Handler._slow, "/redirect": _Handler._redirect, "/loop": _Handler._loop,
+           "/image": _Handler._image, "/host": _Handler._host}
+
+
 class Server:
     """A loopback HTTP server with a few canned routes; counts the requests it served."""
 
     def __init__(self) -> None:
         self.hits: list[tuple[str, dict[str, str]]] = []
         self.stop = threading.Event()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, ctype: str = "text/plain", **headers: str) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in headers.items():
-                    self.send_header(k.replace("_", "-"), v)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:  # noqa: N802
-                url = urlsplit(self.path)
-                outer.hits.append((self.path, dict(self.headers)))
-                q = parse_qs(url.query)
-                if url.path == "/page.html":
-                    self._send(200, HTML, "text/html; charset=utf-8")
-                elif url.path == "/plain":
-                    self._send(200, "plain text — ünïcode\n".encode(), "text/plain; charset=utf-8")
-                elif url.path == "/big":
-                    size = int(q.get("n", ["1048576"])[0])
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/plain")
-                    self.end_headers()
-                    chunk = b"x" * 65536
-                    sent = 0
-                    try:
-                        while sent < size:
-                            self.wfile.write(chunk[: size - sent])
-                            sent += len(chunk)
-                    except (BrokenPipeError, ConnectionResetError):
-                        pass
-                elif url.path == "/slow":
-                    deadline = time.monotonic() + 5
-                    while time.monotonic() < deadline and not outer.stop.is_set():
-                        time.sleep(0.02)
-                    try:
-                        self._send(200, b"late")
-                    except OSError:
-                        pass
-                elif url.path == "/redirect":
-                    self._send(302, b"", Location=q["to"][0])
-                elif url.path == "/loop":
-                    n = int(q.get("n", ["0"])[0])
-                    self._send(302, b"", Location=f"/loop?n={n + 1}")
-                elif url.path == "/image":
-                    self._send(200, b"\x89PNG\r\n\x1a\n" + b"\0" * 100, "image/png")
-                elif url.path == "/host":
-                    self._send(200, (self.headers.get("Host") or "").encode())
-                else:
-                    self._send(404, b"no such page")
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.httpd.owner = self  # type: ignore[attr-defined]
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False
         self.port = self.httpd.server_address[1]
