@@ -171,76 +171,90 @@ def build_script(seed: int = 7, tasks_n: int = TASKS) -> Script:
             if r < 0.35 or not read_order:
                 actions.append(read_action(corpus.rel(corpus.pick_file(rng))))
             elif r < 0.55:
-                d = rng.choice(corpus.dirs)
-                text = (corpus.root / corpus.rel(corpus.pick_file(rng))).read_text(errors="replace")
-                words = re.findall(r"\bdef ([a-z_]{4,})", text) or ["import"]
-                pattern = rng.choice(words)
-                lines, total = [], 0
-                for p in sorted(d.rglob("*.py"))[:200]:
-                    for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
-                        if pattern in line:
-                            s = f"{corpus.rel(p)}:{n}:{line.strip()[:200]}"
-                            lines.append(s)
-                            total += len(s) + 1
-                    if total > 30_000:
-                        break
-                out = "\n".join(lines) or "No matches found"
-                actions.append(Action("Grep", {"pattern": pattern, "path": corpus.rel(d)}, out[:32_000]))
+                actions.append(_grep_action(rng, corpus))
             elif r < 0.75:
-                kind = rng.random()
-                d = rng.choice(corpus.dirs)
-                if kind < 0.35:
-                    cmd = f"ls -la {corpus.rel(d)}"
-                    out = "\n".join(
-                        f"-rw-r--r-- 1 dev dev {p.stat().st_size:>8} Jan  1 12:00 {p.name}"
-                        for p in sorted(d.iterdir()) if p.is_file()
-                    )
-                elif kind < 0.6:
-                    cmd = f"wc -l {corpus.rel(d)}/*.py"
-                    out = "\n".join(
-                        f"{len(p.read_text(errors='replace').splitlines()):>7} {corpus.rel(p)}"
-                        for p in sorted(d.glob("*.py"))
-                    )
-                elif kind < 0.8:
-                    cmd = "python -m pytest -q"
-                    n = rng.randint(20, 400)
-                    out = "." * n + f"\n{n} passed in {rng.uniform(0.5, 9):.2f}s"
-                    if rng.random() < 0.4:
-                        p = corpus.pick_file(rng)
-                        body = p.read_text(errors="replace").splitlines()[:rng.randint(20, 400)]
-                        out = "F" + out + "\n\n=== FAILURES ===\nTraceback (most recent call last):\n" + "\n".join(
-                            f'  File "{corpus.rel(p)}", line {i}\n    {ln}' for i, ln in enumerate(body, 1)
-                        )
-                else:
-                    p = corpus.pick_file(rng)
-                    cmd = f"git diff {corpus.rel(p)}"
-                    body = p.read_text(errors="replace").splitlines()[: rng.randint(10, 300)]
-                    out = f"diff --git a/{corpus.rel(p)} b/{corpus.rel(p)}\n" + "\n".join(
-                        ("+" if i % 7 == 0 else " ") + ln for i, ln in enumerate(body)
-                    )
-                actions.append(Action("Bash", {"command": cmd}, (out or "(no output)")[:30_000]))
+                actions.append(_bash_action(rng, corpus))
             elif r < 0.95:
-                recent = read_order[-6:]
-                rel = rng.choice(recent) if rng.random() < 0.6 else rng.choice(read_order)
-                lines = reads[rel].splitlines()
-                k = rng.randrange(max(1, len(lines)))
-                snippet = "\n".join(lines[max(0, k - 6) : k + 6])
-                old = lines[k].split("\t", 1)[-1] if lines else ""
-                actions.append(
-                    Action(
-                        "Edit",
-                        {"file_path": rel, "old_string": old, "new_string": old + "  # edited"},
-                        f"The file {rel} has been updated. Here's the result of running `cat -n` on a "
-                        f"snippet of the edited file:\n{snippet}",
-                        needs=rel,
-                    )
-                )
+                actions.append(_edit_action(rng, reads, read_order))
             else:
-                d = rng.choice(corpus.dirs)
-                out = "\n".join(corpus.rel(p) for p in sorted(d.rglob("*.py"))[:150])
-                actions.append(Action("Glob", {"pattern": "**/*.py", "path": corpus.rel(d)}, out or "No files"))
+                actions.append(_glob_action(rng, corpus))
         tasks.append((f"Task {t + 1}: investigate and fix issue #{100 + t} in the code base; run the tests.", actions))
     return Script(tasks, reads)
+
+
+def _grep_action(rng: random.Random, corpus: Corpus) -> Action:
+    d = rng.choice(corpus.dirs)
+    text = (corpus.root / corpus.rel(corpus.pick_file(rng))).read_text(errors="replace")
+    words = re.findall(r"\bdef ([a-z_]{4,})", text) or ["import"]
+    pattern = rng.choice(words)
+    lines, total = [], 0
+    for p in sorted(d.rglob("*.py"))[:200]:
+        for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+            if pattern in line:
+                s = f"{corpus.rel(p)}:{n}:{line.strip()[:200]}"
+                lines.append(s)
+                total += len(s) + 1
+        if total > 30_000:
+            break
+    out = "\n".join(lines) or "No matches found"
+    return Action("Grep", {"pattern": pattern, "path": corpus.rel(d)}, out[:32_000])
+
+
+def _bash_action(rng: random.Random, corpus: Corpus) -> Action:
+    kind = rng.random()
+    d = rng.choice(corpus.dirs)
+    if kind < 0.35:
+        cmd = f"ls -la {corpus.rel(d)}"
+        out = "\n".join(
+            f"-rw-r--r-- 1 dev dev {p.stat().st_size:>8} Jan  1 12:00 {p.name}"
+            for p in sorted(d.iterdir()) if p.is_file()
+        )
+    elif kind < 0.6:
+        cmd = f"wc -l {corpus.rel(d)}/*.py"
+        out = "\n".join(
+            f"{len(p.read_text(errors='replace').splitlines()):>7} {corpus.rel(p)}"
+            for p in sorted(d.glob("*.py"))
+        )
+    elif kind < 0.8:
+        cmd = "python -m pytest -q"
+        n = rng.randint(20, 400)
+        out = "." * n + f"\n{n} passed in {rng.uniform(0.5, 9):.2f}s"
+        if rng.random() < 0.4:
+            p = corpus.pick_file(rng)
+            body = p.read_text(errors="replace").splitlines()[:rng.randint(20, 400)]
+            out = "F" + out + "\n\n=== FAILURES ===\nTraceback (most recent call last):\n" + "\n".join(
+                f'  File "{corpus.rel(p)}", line {i}\n    {ln}' for i, ln in enumerate(body, 1)
+            )
+    else:
+        p = corpus.pick_file(rng)
+        cmd = f"git diff {corpus.rel(p)}"
+        body = p.read_text(errors="replace").splitlines()[: rng.randint(10, 300)]
+        out = f"diff --git a/{corpus.rel(p)} b/{corpus.rel(p)}\n" + "\n".join(
+            ("+" if i % 7 == 0 else " ") + ln for i, ln in enumerate(body)
+        )
+    return Action("Bash", {"command": cmd}, (out or "(no output)")[:30_000])
+
+
+def _edit_action(rng: random.Random, reads: dict[str, str], read_order: list[str]) -> Action:
+    recent = read_order[-6:]
+    rel = rng.choice(recent) if rng.random() < 0.6 else rng.choice(read_order)
+    lines = reads[rel].splitlines()
+    k = rng.randrange(max(1, len(lines)))
+    snippet = "\n".join(lines[max(0, k - 6) : k + 6])
+    old = lines[k].split("\t", 1)[-1] if lines else ""
+    return Action(
+        "Edit",
+        {"file_path": rel, "old_string": old, "new_string": old + "  # edited"},
+        f"The file {rel} has been updated. Here's the result of running `cat -n` on a "
+        f"snippet of the edited file:\n{snippet}",
+        needs=rel,
+    )
+
+
+def _glob_action(rng: random.Random, corpus: Corpus) -> Action:
+    d = rng.choice(corpus.dirs)
+    out = "\n".join(corpus.rel(p) for p in sorted(d.rglob("*.py"))[:150])
+    return Action("Glob", {"pattern": "**/*.py", "path": corpus.rel(d)}, out or "No files")
 
 
 # ---------------------------------------------------------------------------------------------
