@@ -130,6 +130,58 @@ class Recorded:
         return self.body.get("messages", []) if isinstance(self.body, dict) else []
 
 
+
+class _SseOut:
+    """One streamed reply written as chunked server-sent events, and the ways a step makes it end badly."""
+
+    def __init__(self, h: BaseHTTPRequestHandler, step: Step) -> None:
+        self.h = h
+        self.step = step
+        self.gated = False  # the step's gate is waited at once, after the first text delta
+
+    def send(self, event: str, data: dict[str, Any]) -> None:
+        payload = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+        self.h.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
+        self.h.wfile.flush()
+        if self.step.pace:
+            time.sleep(self.step.pace)
+
+    def end(self) -> None:
+        self.h.wfile.write(b"0\r\n\r\n")
+        self.h.wfile.flush()
+
+    def cut(self, partial: bytes = b"") -> None:
+        h = self.h
+        if self.step.clean_eof:
+            self.end()
+            return
+        # A chunk announced longer than what arrives, then the socket closes: a real mid-stream drop.
+        if partial:
+            h.wfile.write(f"{len(partial) + 64:x}\r\n".encode() + partial)
+        h.wfile.flush()
+        h.close_connection = True
+        try:
+            h.connection.shutdown(2)
+        except OSError:
+            pass
+
+
+def _send_end(out: _SseOut, step: Step) -> None:
+    """The end of the reply: an error event (overloaded), or the stop reason and message_stop."""
+    if step.error_type is not None:
+        out.send("error", {"type": "error", "error": {"type": step.error_type, "message": "Overloaded"}})
+        out.end()
+        return
+    stop = step.stop_reason or ("tool_use" if any(b.kind == "tool_use" for b in step.blocks) else "end_turn")
+    delta: dict[str, Any] = {"stop_reason": stop, "stop_sequence": None}
+    if step.stop_details is not None:
+        delta["stop_details"] = step.stop_details
+    out.send("message_delta", {"type": "message_delta",
+                               "delta": delta,
+                               "usage": {"output_tokens": step.output_tokens}})
+    out.send("message_stop", {"type": "message_stop"})
+    out.end()
+
 class FakeAnthropic:
     def __init__(self) -> None:
         self.steps: list[Step] = []
@@ -334,105 +386,77 @@ class FakeAnthropic:
         h.send_header("transfer-encoding", "chunked")
         h.send_header("request-id", f"req_fake_{next(_ids)}")
         h.end_headers()
-
-        def send(event: str, data: dict[str, Any]) -> None:
-            payload = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-            h.wfile.write(f"{len(payload):x}\r\n".encode() + payload + b"\r\n")
-            h.wfile.flush()
-            if step.pace:
-                time.sleep(step.pace)
-
-        def cut(partial: bytes = b"") -> None:
-            if step.clean_eof:
-                h.wfile.write(b"0\r\n\r\n")
-                h.wfile.flush()
-                return
-            # A chunk announced longer than what arrives, then the socket closes: a real mid-stream drop.
-            if partial:
-                h.wfile.write(f"{len(partial) + 64:x}\r\n".encode() + partial)
-            h.wfile.flush()
-            h.close_connection = True
-            try:
-                h.connection.shutdown(2)
-            except OSError:
-                pass
-
+        out = _SseOut(h, step)
         try:
             model = rec.body.get("model", "fake-model") if isinstance(rec.body, dict) else "fake-model"
             usage = {**DEFAULT_USAGE, **step.usage}
             start_usage = {**usage, "output_tokens": 1}
-            send("message_start", {"type": "message_start", "message": {
+            out.send("message_start", {"type": "message_start", "message": {
                 "id": f"msg_fake_{next(_ids)}", "type": "message", "role": "assistant", "model": model,
                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}})
-            send("ping", {"type": "ping"})
+            out.send("ping", {"type": "ping"})
             if step.stall and step.stall_after_start:
                 self._sleep(step.stall)
                 if self._closing.is_set():
                     return
-            gated = False
             for index, block in enumerate(step.blocks):
                 if step.error_type is not None and index >= step.error_after_blocks:
                     break
-                if block.kind in ("whole", "redacted_thinking"):
-                    send("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": block.payload})
-                elif block.kind == "thinking":
-                    send("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": {"type": "thinking", "thinking": "",
-                                                                   "signature": ""}})
-                    for piece in _fragments(block.text, step.fragment):
-                        send("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                     "delta": {"type": "thinking_delta", "thinking": piece}})
-                    send("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                 "delta": {"type": "signature_delta", "signature": block.signature}})
-                elif block.kind == "text":
-                    send("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": {"type": "text", "text": ""}})
-                    pieces = _fragments(block.text, step.fragment)
-                    for n, piece in enumerate(pieces):
-                        if step.drop_in_block == index and n >= max(1, len(pieces) // 2):
-                            cut()
-                            return
-                        send("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                     "delta": {"type": "text_delta", "text": piece}})
-                        if step.gate is not None and not gated:
-                            gated = True
-                            if not step.gate.wait(step.gate_timeout):
-                                self.gate_timed_out = True
-                    for citation in block.citations:
-                        send("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                     "delta": {"type": "citations_delta", "citation": citation}})
-                else:
-                    send("content_block_start", {"type": "content_block_start", "index": index,
-                                                 "content_block": {"type": block.kind, "id": block.id,
-                                                                   "name": block.name, "input": {}}})
-                    pieces = _fragments(block.raw_json, step.fragment)
-                    for n, piece in enumerate(pieces):
-                        if step.drop_in_block == index and n >= max(1, len(pieces) // 2):
-                            cut()
-                            return
-                        send("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                     "delta": {"type": "input_json_delta", "partial_json": piece}})
-                    if step.drop_in_block == index:
-                        cut()
-                        return
-                send("content_block_stop", {"type": "content_block_stop", "index": index})
+                if not self._send_block(out, index, block):
+                    return  # the stream was cut
+                out.send("content_block_stop", {"type": "content_block_stop", "index": index})
                 if index == 0:
-                    send("ping", {"type": "ping"})
-            if step.error_type is not None:
-                send("error", {"type": "error", "error": {"type": step.error_type, "message": "Overloaded"}})
-                h.wfile.write(b"0\r\n\r\n")
-                h.wfile.flush()
-                return
-            stop = step.stop_reason or ("tool_use" if any(b.kind == "tool_use" for b in step.blocks) else "end_turn")
-            delta: dict[str, Any] = {"stop_reason": stop, "stop_sequence": None}
-            if step.stop_details is not None:
-                delta["stop_details"] = step.stop_details
-            send("message_delta", {"type": "message_delta",
-                                   "delta": delta,
-                                   "usage": {"output_tokens": step.output_tokens}})
-            send("message_stop", {"type": "message_stop"})
-            h.wfile.write(b"0\r\n\r\n")
-            h.wfile.flush()
+                    out.send("ping", {"type": "ping"})
+            _send_end(out, step)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    def _send_block(self, out: _SseOut, index: int, block: Block) -> bool:
+        """One content block's events; False when the step cuts the stream inside it."""
+        step = out.step
+        if block.kind in ("whole", "redacted_thinking"):
+            out.send("content_block_start", {"type": "content_block_start", "index": index,
+                                             "content_block": block.payload})
+        elif block.kind == "thinking":
+            out.send("content_block_start", {"type": "content_block_start", "index": index,
+                                             "content_block": {"type": "thinking", "thinking": "",
+                                                               "signature": ""}})
+            for piece in _fragments(block.text, step.fragment):
+                out.send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                 "delta": {"type": "thinking_delta", "thinking": piece}})
+            out.send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                             "delta": {"type": "signature_delta", "signature": block.signature}})
+        elif block.kind == "text":
+            out.send("content_block_start", {"type": "content_block_start", "index": index,
+                                             "content_block": {"type": "text", "text": ""}})
+            if not self._send_pieces(out, index, _fragments(block.text, step.fragment), "text_delta", "text"):
+                return False
+            for citation in block.citations:
+                out.send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                 "delta": {"type": "citations_delta", "citation": citation}})
+        else:
+            out.send("content_block_start", {"type": "content_block_start", "index": index,
+                                             "content_block": {"type": block.kind, "id": block.id,
+                                                               "name": block.name, "input": {}}})
+            pieces = _fragments(block.raw_json, step.fragment)
+            if not self._send_pieces(out, index, pieces, "input_json_delta", "partial_json"):
+                return False
+            if step.drop_in_block == index:
+                out.cut()
+                return False
+        return True
+
+    def _send_pieces(self, out: _SseOut, index: int, pieces: list[str], delta_type: str, field: str) -> bool:
+        """A block's deltas; the step may cut the stream halfway through, or wait at a gate after the first."""
+        step = out.step
+        for n, piece in enumerate(pieces):
+            if step.drop_in_block == index and n >= max(1, len(pieces) // 2):
+                out.cut()
+                return False
+            out.send("content_block_delta", {"type": "content_block_delta", "index": index,
+                                             "delta": {"type": delta_type, field: piece}})
+            if delta_type == "text_delta" and step.gate is not None and not out.gated:
+                out.gated = True
+                if not step.gate.wait(step.gate_timeout):
+                    self.gate_timed_out = True
+        return True
