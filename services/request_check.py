@@ -22,10 +22,10 @@ fails the test that caused it instead of being silently repaired).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from services.config import getenv
 from services.trace import trace
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -322,7 +322,7 @@ def _results_first(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def strict() -> bool:
-    return os.environ.get(STRICT_ENV) == "1"
+    return getenv(STRICT_ENV) == "1"
 
 
 def ensure_valid(

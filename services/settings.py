@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.config import getenv
 from services.sandbox_settings import SandboxSettings, merge_sandbox
 
 SCOPES = ("user", "project", "local", "flags")
@@ -63,7 +64,7 @@ class MergedSettings:
 
 
 def user_files(home: Path) -> list[Path]:
-    claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    claude = Path(getenv("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
     return [claude / "settings.json", home / "settings.json"]
 
 

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from services.config import getenv
+from services.config import agent_environ, getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
 from services.instructions import InstructionTracker
 from services.messages import Message, message_text, tool_uses, user_message
@@ -377,7 +377,7 @@ class AgentTool(Tool):
     def _agent_setup(self, agent: AgentDef | None, ctx: ToolContext, agent_id: str,
                      child_dir: Any) -> tuple[str, str, _ChildHooks]:
         """The child's model, system prompt and hooks: the agent definition's, else the defaults."""
-        model = resolve_model(agent.model) if agent and agent.model not in ("", "inherit") else self._model()
+        model = resolve_model(agent.model, agent_environ()) if agent and agent.model not in ("", "inherit") else self._model()
         system = agent.system_prompt if agent and agent.system_prompt else self.system_prompt(str(ctx.session.cwd))
         hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS, {
             "agent_id": agent_id, "agent_type": agent.name if agent else GENERAL_PURPOSE,
