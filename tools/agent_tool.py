@@ -7,7 +7,7 @@ child's transcript), a short system prompt of its own, and the parent's tools mi
 by `tool_names`. Every tool call of the child passes the parent's permission gate and hooks (Stop
 hooks do not run below depth 0), so the Agent call itself never asks. Abort cascades: the child uses
 the parent's abort event. The child's token usage is added to the session's usage
-(`extras["usage"]`) and recorded in the transcript (`agent_usage`), so resume counts it too.
+(`SessionState.usage`) and recorded in the transcript (`agent_usage`), so resume counts it too.
 
 Several Agent calls in one assistant message run in parallel when every tool they get is read-only;
 otherwise they run one after the other. The result is `[Agent: <description>]\\n<last assistant
@@ -25,7 +25,6 @@ from typing import Any
 
 from services.config import agent_environ, getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
-from services.instructions import InstructionTracker
 from services.messages import Message, message_text, tool_uses, user_message
 from services.models import resolve_model
 from services.subagents import GENERAL_PURPOSE, AgentDef, agent_listing
@@ -346,10 +345,9 @@ class AgentTool(Tool):
         from services.compact.state import ContentReplacementState
         from tools.permissions import PermissionGate
 
-        child_state = SessionState(cwd=ctx.session.cwd, extras={"usage": run.usage})
-        tracker = ctx.session.extras.get("instructions")
-        if isinstance(tracker, InstructionTracker):  # nested files and path rules join a sub-agent too
-            child_state.extras["instructions"] = tracker.fork()
+        tracker = ctx.session.instructions  # nested files and path rules join a sub-agent too
+        child_state = SessionState(cwd=ctx.session.cwd, usage=run.usage,
+                                   instructions=tracker.fork() if tracker is not None else None)
         child_ctx = ToolContext(
             session=child_state,
             project_root=ctx.project_root,
@@ -388,11 +386,11 @@ class AgentTool(Tool):
         """The child's usage into the parent's totals, and a transcript record for resume (main agent)."""
         if not usage.requests:
             return
-        parent = ctx.session.extras.get("usage")
-        if isinstance(parent, Usage):
+        parent = ctx.session.usage
+        if parent is not None:
             parent.merge(usage)
-        record = ctx.session.extras.get("record")
-        if callable(record):
+        record = ctx.session.record
+        if record is not None:
             with contextlib.suppress(Exception):
                 record({"type": USAGE_RECORD, "tool_use_id": ctx.tool_use_id, "usage": usage.as_dict(),
                         "requests": usage.requests, "model": self._model()})

@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHECKPOINTS_KEY = "checkpoints"
 WRITING_TOOLS = ("Edit", "Write", "NotebookEdit")
 BASH_TOOL = "Bash"
 MAX_PRE_IMAGE_BYTES = 10 * 1024 * 1024  # a larger file is not checkpointed (said at rewind)
@@ -900,5 +899,5 @@ class CheckpointStore:
 
 
 def checkpoint_store(state: Any) -> CheckpointStore | None:
-    store = state.extras.get(CHECKPOINTS_KEY)
+    store = state.checkpoints
     return store if isinstance(store, CheckpointStore) else None

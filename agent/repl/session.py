@@ -83,7 +83,7 @@ from services.config import project_dir
 from services.events import AssistantEvent, ToolEndEvent
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
-from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
+from tools.checkpoints import CheckpointStore
 from tools.permissions import Answer, Mode, PermissionRequest, PermissionResult
 from tools.todo import format_todos
 
@@ -313,7 +313,7 @@ class Repl:
         self.ctx.extras["repl"] = self
         # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
         self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
-        self.engine.state.extras[CHECKPOINTS_KEY] = self.checkpoints
+        self.engine.state.checkpoints = self.checkpoints
         self.router.register("rewind", self.cmd_rewind, "restore the conversation and/or code to an earlier prompt")
         self.next_default = ""  # text put back in the input box (a rewound prompt)
         self.pending_images = PendingImages()  # `[Image #N]` in the input -> the pasted image
@@ -673,7 +673,7 @@ class Repl:
                     self.refresh_status_line()
                 if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
                     # The plan changed: show it compactly.
-                    self.say(format_todos(self.engine.state.extras.get("todos") or []), "dim")
+                    self.say(format_todos(self.engine.state.todos or []), "dim")
         finally:
             self.renderer.close()
 
