@@ -10,9 +10,10 @@ import hashlib
 import os
 import re
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 # An alias, never an id: the catalog (services/models.py) says what it is today, so it cannot go stale.
 DEFAULT_MODEL = "default"
@@ -43,8 +44,12 @@ AGENT_VARIABLES = (
 # Never taken from a project file, even a trusted one: where state lives is the user's choice.
 _NOT_FROM_DOTENV = ("AGENT_HOME", "AGENT_SANDBOX")  # AGENT_SANDBOX: only the user turns the sandbox off
 
-# `.env` values in effect for this process (trusted folders only). They are settings, not environment:
-# never written to os.environ, so no child process (Bash, hooks, MCP servers) ever sees them.
+# The one configuration source, set once at the edge by `use_environment` (agent/loop/factory.py): the
+# process environment it was given, and a trusted folder's `.env` values under it. `.env` values are
+# settings, not environment: never exported, so no child process (Bash, hooks, MCP servers) sees them.
+# Until the edge loads it (library use, in-process tests) the source is this process's environment;
+# this is the only place under services/ and tools/ that names os.environ.
+_process: Mapping[str, str] = os.environ
 _dotenv: dict[str, str] = {}
 
 
@@ -63,15 +68,23 @@ def read_dotenv(cwd: Path) -> dict[str, str]:
             if k in AGENT_VARIABLES and k not in _NOT_FROM_DOTENV and isinstance(v, str)}
 
 
-def use_dotenv(values: dict[str, str]) -> None:
-    """Make `.env` values visible to `getenv` (below the real environment, which always wins)."""
+def use_environment(process: Mapping[str, str], dotenv: dict[str, str]) -> None:
+    """Load the configuration source once, at the edge: the process environment the front end read,
+    and a trusted folder's `.env` values (below it: the real environment always wins)."""
+    global _process
+    _process = process
     _dotenv.clear()
-    _dotenv.update(values)
+    _dotenv.update(dotenv)
+
+
+def process_environ() -> Mapping[str, str]:
+    """The process environment the configuration was loaded from (to build a child's environment from)."""
+    return _process
 
 
 def getenv(name: str, default: str | None = None) -> str | None:
     """An agent setting: the real environment first, then a trusted folder's `.env`."""
-    value = os.environ.get(name)
+    value = _process.get(name)
     if value is None:
         value = _dotenv.get(name)
     return default if value is None else value
@@ -79,14 +92,14 @@ def getenv(name: str, default: str | None = None) -> str | None:
 
 def agent_environ() -> Mapping[str, str]:
     """The real environment with a trusted `.env` under it, as a read-only mapping for `environ=` params."""
-    return ChainMap(os.environ, _dotenv)
+    return ChainMap(cast("MutableMapping[str, str]", _process), _dotenv)  # read-only: a view, never written
 
 
 def client_options() -> dict[str, str]:
     """SDK client arguments for credentials and endpoint that came from `.env` (the SDK reads the
     real environment itself; `.env` values are passed explicitly because they are never exported)."""
     names = {"ANTHROPIC_API_KEY": "api_key", "ANTHROPIC_AUTH_TOKEN": "auth_token", "ANTHROPIC_BASE_URL": "base_url"}
-    return {arg: _dotenv[var] for var, arg in names.items() if var not in os.environ and _dotenv.get(var)}
+    return {arg: _dotenv[var] for var, arg in names.items() if var not in _process and _dotenv.get(var)}
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
@@ -111,7 +124,7 @@ def env_flag(name: str, default: bool) -> bool:
 
 def agent_home() -> Path:
     """`AGENT_HOME` when set (tests always set it), else the per-user state directory."""
-    raw = os.environ.get("AGENT_HOME")
+    raw = _process.get("AGENT_HOME")
     if raw:
         return Path(raw).expanduser().resolve()
     from platformdirs import user_state_dir

@@ -7,9 +7,10 @@ user-scope `passEnv` setting lets that name through. `env` from trusted settings
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
+
+from services.config import process_environ
 
 AGENT_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "BRAVE_API_KEY", "TAVILY_API_KEY")
 
@@ -36,9 +37,10 @@ def is_secret(name: str) -> bool:
 
 
 def child_env(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`base` (default os.environ) plus settings `env` plus `extra`, minus the secrets."""
+    """`base` (default: the process environment the configuration was loaded from) plus settings `env`
+    plus `extra`, minus the secrets."""
     secrets = secret_names()
-    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in secrets}
+    env = {k: v for k, v in (process_environ() if base is None else base).items() if k not in secrets}
     env.update({k: v for k, v in _settings_env.items() if k not in secrets})
     env.update({k: v for k, v in (extra or {}).items() if k not in secrets})
     return env

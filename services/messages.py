@@ -8,6 +8,7 @@ them and keep the pairing invariant (every tool_use answered by exactly one tool
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypedDict, cast
 
 
@@ -248,6 +249,76 @@ def sanitize_assistant(message: Message, seen_ids: set[str]) -> Message:
     return cast(Message, {**message, "content": out}) if changed else message
 
 
+@dataclass
+class _Normalizing:
+    """The state of one `normalize_history` pass."""
+
+    out: list[Message] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    # (original id, kept id) of the last assistant message's calls that still await their results
+    pending: list[tuple[str, str]] = field(default_factory=list)
+
+    def close_pending(self) -> None:
+        if self.pending:
+            self.out.append(user_message([tool_result_block(new, REPAIRED_RESULT_MESSAGE, is_error=True)
+                                          for _, new in self.pending]))
+            self.actions.append("synthesised interrupted results for " + ", ".join(new for _, new in self.pending))
+            self.pending = []
+
+    def assistant(self, m: Message) -> None:
+        self.close_pending()
+        fixed = sanitize_assistant(m, self.seen)
+        uses = [b for b in blocks_of(fixed) if b.get("type") == "tool_use"]
+        orig = [str(b.get("id")) for b in blocks_of(m) if b.get("type") == "tool_use"]
+        renamed = [f"{o} -> {u['id']}" for o, u in zip(orig, uses, strict=True) if o != u["id"]]
+        if renamed:
+            self.actions.append("renamed duplicate tool_use ids " + ", ".join(renamed))
+        if fixed is not m and not renamed and orig:
+            self.actions.append("replaced an over-deep tool input")
+        if self.out and self.out[-1]["role"] == "assistant":
+            self.out[-1] = {**self.out[-1], "content": [*self.out[-1]["content"], *fixed["content"]]}
+            self.actions.append("joined two assistant messages in a row")
+        else:
+            self.out.append(fixed)
+        self.pending = [(o, u["id"]) for o, u in zip(orig, uses, strict=True)]
+
+    def answer(self, results: list[Any]) -> list[Any]:
+        """`results` matched to the pending calls: one per call, in call order, a synthetic one where missing."""
+        waiting = list(self.pending)
+        answered: dict[str, Any] = {}
+        dropped: list[str] = []
+        for r in results:
+            rid = r.get("tool_use_id")
+            match = next((p for p in waiting if rid in p), None)
+            if match is None:
+                dropped.append(str(rid))
+                continue
+            waiting.remove(match)
+            answered[match[1]] = r if r.get("tool_use_id") == match[1] else {**r, "tool_use_id": match[1]}
+        if dropped:
+            self.actions.append("dropped tool_results that answer no call: " + ", ".join(dropped))
+        missing = [new for _, new in self.pending if new not in answered]
+        if missing:
+            self.actions.append("synthesised interrupted results for " + ", ".join(missing))
+        ordered = [answered.get(new) or tool_result_block(new, REPAIRED_RESULT_MESSAGE, is_error=True)
+                   for _, new in self.pending]
+        reordered = [r.get("tool_use_id") for r in results] != [r["tool_use_id"] for r in ordered]
+        if reordered and not (dropped or missing):
+            self.actions.append("put tool_results in the order of their calls")
+        self.pending = []
+        return ordered
+
+    def user(self, m: Message) -> None:
+        results = [b for b in m["content"] if b.get("type") == "tool_result"]
+        others = [b for b in m["content"] if b.get("type") != "tool_result"]
+        content: list[Any] = [*self.answer(results), *others] if self.pending or results else list(m["content"])
+        if not content:
+            self.actions.append("dropped an empty user message")
+            return
+        self.out.append(m if content == m["content"] else {**m, "content": content})
+
+
 def normalize_history(messages: list[Message]) -> tuple[list[Message], list[str]]:
     """A history the API accepts, from any sequence of well-shaped messages, and what was done to it.
 
@@ -257,74 +328,14 @@ def normalize_history(messages: list[Message]) -> tuple[list[Message], list[str]
     calls in order, so each output is kept); two assistant messages in a row are joined; an empty
     message is dropped; a history that starts with the assistant gets a note before it.
     """
-    out: list[Message] = []
-    actions: list[str] = []
-    seen: set[str] = set()
-    # (original id, kept id) of the last assistant message's calls that still await their results
-    pending: list[tuple[str, str]] = []
-
-    def close_pending() -> None:
-        nonlocal pending
-        if pending:
-            out.append(user_message([tool_result_block(new, REPAIRED_RESULT_MESSAGE, is_error=True)
-                                     for _, new in pending]))
-            actions.append("synthesised interrupted results for " + ", ".join(new for _, new in pending))
-            pending = []
-
+    n = _Normalizing()
     for m in messages:
         if m["role"] == "assistant":
-            close_pending()
-            before = {b.get("id") for b in blocks_of(m) if b.get("type") == "tool_use"}
-            fixed = sanitize_assistant(m, seen)
-            uses = [b for b in blocks_of(fixed) if b.get("type") == "tool_use"]
-            orig = [str(b.get("id")) for b in blocks_of(m) if b.get("type") == "tool_use"]
-            renamed = [f"{o} -> {u['id']}" for o, u in zip(orig, uses, strict=True) if o != u["id"]]
-            if renamed:
-                actions.append("renamed duplicate tool_use ids " + ", ".join(renamed))
-            if fixed is not m and not renamed and before:
-                actions.append("replaced an over-deep tool input")
-            if out and out[-1]["role"] == "assistant":
-                out[-1] = {**out[-1], "content": [*out[-1]["content"], *fixed["content"]]}
-                actions.append("joined two assistant messages in a row")
-            else:
-                out.append(fixed)
-            pending = [(o, u["id"]) for o, u in zip(orig, uses, strict=True)]
-            continue
-        results = [b for b in m["content"] if b.get("type") == "tool_result"]
-        others = [b for b in m["content"] if b.get("type") != "tool_result"]
-        if pending or results:
-            waiting = list(pending)
-            answered: dict[str, Any] = {}
-            dropped: list[str] = []
-            for r in results:
-                rid = r.get("tool_use_id")
-                match = next((p for p in waiting if p[0] == rid or p[1] == rid), None)
-                if match is None:
-                    dropped.append(str(rid))
-                    continue
-                waiting.remove(match)
-                answered[match[1]] = r if r.get("tool_use_id") == match[1] else {**r, "tool_use_id": match[1]}
-            if dropped:
-                actions.append("dropped tool_results that answer no call: " + ", ".join(dropped))
-            missing = [new for _, new in pending if new not in answered]
-            if missing:
-                actions.append("synthesised interrupted results for " + ", ".join(missing))
-            ordered = [answered.get(new) or tool_result_block(new, REPAIRED_RESULT_MESSAGE, is_error=True)
-                       for _, new in pending]
-            if [r.get("tool_use_id") for r in results] != [r["tool_use_id"] for r in ordered] and not (
-                dropped or missing
-            ):
-                actions.append("put tool_results in the order of their calls")
-            content = [*ordered, *others]
-            pending = []
+            n.assistant(m)
         else:
-            content = list(m["content"])
-        if not content:
-            actions.append("dropped an empty user message")
-            continue
-        out.append(m if content == m["content"] else {**m, "content": content})
-    close_pending()
-    if out and out[0]["role"] != "user":
-        out.insert(0, user_message(LOST_MESSAGES_NOTE))
-        actions.append("added a note before a history that began with the assistant")
-    return out, actions
+            n.user(m)
+    n.close_pending()
+    if n.out and n.out[0]["role"] != "user":
+        n.out.insert(0, user_message(LOST_MESSAGES_NOTE))
+        n.actions.append("added a note before a history that began with the assistant")
+    return n.out, n.actions

@@ -22,10 +22,10 @@ fails the test that caused it instead of being silently repaired).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
+from services.config import getenv
 from services.trace import trace
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -95,70 +95,95 @@ def count_breakpoints(system: Any, tools: Any, messages: list[dict[str, Any]]) -
     return n
 
 
-def check_request(
-    messages: list[dict[str, Any]], system: Any = None, tools: Any = None
-) -> list[Violation]:
+def _check_ends(messages: list[dict[str, Any]]) -> list[Violation]:
     out: list[Violation] = []
-    if not messages:
-        return [Violation("empty", -1, "no messages")]
     if messages[0].get("role") != "user":
         out.append(Violation("roles", 0, "the first message is not a user message"))
     if messages[-1].get("role") != "user":
         out.append(Violation("roles", len(messages) - 1, "the last message is not a user message"))
-    for i, m in enumerate(messages):
-        content = m.get("content")
-        if m.get("role") not in ("user", "assistant"):
-            out.append(Violation("roles", i, f"unknown role {m.get('role')!r}"))
-        if not content:
-            out.append(Violation("empty", i, "no content"))
-            continue
-        if isinstance(content, str):
-            if not content.strip():
-                out.append(Violation("empty", i, "blank text"))
-            continue
-        for b in content:
-            if _blank_text(b):
-                out.append(Violation("empty", i, "blank text block"))
-            elif b.get("type") == "tool_result" and is_blank_content(b.get("content")):
-                out.append(Violation("empty", i, f"blank tool_result {b.get('tool_use_id')}"))
-    turns = _turns(messages)
+    return out
+
+
+def _check_message(i: int, m: dict[str, Any]) -> list[Violation]:
+    """One message's role and blocks: a known role, no empty content, no blank text or tool_result."""
+    out: list[Violation] = []
+    content = m.get("content")
+    if m.get("role") not in ("user", "assistant"):
+        out.append(Violation("roles", i, f"unknown role {m.get('role')!r}"))
+    if not content:
+        return [*out, Violation("empty", i, "no content")]
+    if isinstance(content, str):
+        return [*out, Violation("empty", i, "blank text")] if not content.strip() else out
+    for b in content:
+        if _blank_text(b):
+            out.append(Violation("empty", i, "blank text block"))
+        elif b.get("type") == "tool_result" and is_blank_content(b.get("content")):
+            out.append(Violation("empty", i, f"blank tool_result {b.get('tool_use_id')}"))
+    return out
+
+
+def _unanswered(pending: dict[str, int]) -> list[Violation]:
+    return [Violation("unanswered", mi, f"tool_use {tid} has no tool_result") for tid, mi in pending.items()]
+
+
+def _tool_uses(messages: list[dict[str, Any]], idx: list[int]) -> dict[str, int]:
+    """tool_use id -> message index, for an assistant turn."""
+    return {str(b.get("id")): i for i in idx for b in messages[i].get("content") or []
+            if isinstance(b, dict) and b.get("type") == "tool_use"}
+
+
+def _check_results(
+    messages: list[dict[str, Any]], idx: list[int], pending: dict[str, int]
+) -> list[Violation]:
+    """A user turn's tool_results against the assistant turn before it; answered ids leave `pending`."""
+    out: list[Violation] = []
+    answered: set[str] = set()
+    seen_other = False
+    for i in idx:
+        content = messages[i].get("content")
+        for b in content if isinstance(content, list) else []:
+            if b.get("type") != "tool_result":
+                seen_other = True
+                continue
+            tid = b.get("tool_use_id")
+            if seen_other:
+                out.append(Violation("order", i, f"tool_result {tid} after other content"))
+            if tid in answered:
+                out.append(Violation("duplicate", i, f"second tool_result for {tid}"))
+            elif tid not in pending:
+                out.append(Violation("orphan", i, f"tool_result {tid} answers no tool_use just before it"))
+            else:
+                answered.add(tid)
+                del pending[tid]
+    return out
+
+
+def _check_pairing(messages: list[dict[str, Any]], turns: list[tuple[str, list[int]]]) -> list[Violation]:
+    out: list[Violation] = []
     pending: dict[str, int] = {}  # tool_use id -> message index, from the assistant turn just before
     for role, idx in turns:
         if role == "assistant":
-            for tid, mi in pending.items():
-                out.append(Violation("unanswered", mi, f"tool_use {tid} has no tool_result"))
-            pending = {}
-            for i in idx:
-                for b in messages[i].get("content") or []:
-                    if isinstance(b, dict) and b.get("type") == "tool_use":
-                        pending[str(b.get("id"))] = i
+            out += _unanswered(pending)
+            pending = _tool_uses(messages, idx)
             continue
-        answered: set[str] = set()
-        seen_other = False
-        for i in idx:
-            content = messages[i].get("content")
-            for b in content if isinstance(content, list) else []:
-                if b.get("type") != "tool_result":
-                    seen_other = True
-                    continue
-                tid = b.get("tool_use_id")
-                if seen_other:
-                    out.append(Violation("order", i, f"tool_result {tid} after other content"))
-                if tid in answered:
-                    out.append(Violation("duplicate", i, f"second tool_result for {tid}"))
-                elif tid not in pending:
-                    out.append(Violation("orphan", i, f"tool_result {tid} answers no tool_use just before it"))
-                else:
-                    answered.add(tid)
-                    del pending[tid]
-        for tid, mi in pending.items():
-            out.append(Violation("unanswered", mi, f"tool_use {tid} has no tool_result"))
+        out += _check_results(messages, idx, pending)
+        out += _unanswered(pending)
         pending = {}
-    for tid, mi in pending.items():
-        out.append(Violation("unanswered", mi, f"tool_use {tid} has no tool_result"))
-    for a, b in zip(turns, turns[1:], strict=False):
-        if a[0] == b[0] == "assistant":
-            out.append(Violation("roles", b[1][0], "two assistant messages in a row"))
+    return out + _unanswered(pending)
+
+
+def check_request(
+    messages: list[dict[str, Any]], system: Any = None, tools: Any = None
+) -> list[Violation]:
+    if not messages:
+        return [Violation("empty", -1, "no messages")]
+    out = _check_ends(messages)
+    for i, m in enumerate(messages):
+        out += _check_message(i, m)
+    turns = _turns(messages)
+    out += _check_pairing(messages, turns)
+    out += [Violation("roles", b[1][0], "two assistant messages in a row")
+            for a, b in zip(turns, turns[1:], strict=False) if a[0] == b[0] == "assistant"]
     n = count_breakpoints(system, tools, messages)
     if n > MAX_CACHE_BREAKPOINTS:
         out.append(Violation("breakpoints", -1, f"{n} cache breakpoints (at most {MAX_CACHE_BREAKPOINTS})"))
@@ -175,89 +200,106 @@ def _tool_names(messages: list[dict[str, Any]]) -> dict[str, str]:
     return names
 
 
-def repair_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of `messages` that passes `check_request` (cache breakpoints aside). Unchanged messages
-    stay the same objects; the repair is deterministic, so a repaired history repairs the same way
-    on every call and the prompt cache still hits."""
-    names = _tool_names(messages)
-    # 1. Blocks: fill blank texts and results; drop messages left empty.
-    msgs: list[dict[str, Any]] = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}] if content.strip() else []
-        new_blocks = []
-        changed = False
-        for b in content or []:
-            if _blank_text(b):
-                changed = True
-                continue
-            if b.get("type") == "tool_result" and is_blank_content(b.get("content")):
-                b = {**b, "content": empty_result_marker(names.get(b.get("tool_use_id"), "Tool"))}
-                changed = True
-            new_blocks.append(b)
-        if not new_blocks:
+def _fill_blocks(m: dict[str, Any], names: dict[str, str]) -> dict[str, Any] | None:
+    """`m` with blank texts dropped and blank results given the marker; None when nothing is left."""
+    content = m.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content.strip() else []
+    new_blocks = []
+    changed = False
+    for b in content or []:
+        if _blank_text(b):
+            changed = True
             continue
-        msgs.append({**m, "content": new_blocks} if changed or content is not m.get("content") else m)
-    # 2. Roles: merge assistant messages in a row; pair results with the assistant turn before them.
+        if b.get("type") == "tool_result" and is_blank_content(b.get("content")):
+            b = {**b, "content": empty_result_marker(names.get(b.get("tool_use_id"), "Tool"))}
+            changed = True
+        new_blocks.append(b)
+    if not new_blocks:
+        return None
+    return {**m, "content": new_blocks} if changed or content is not m.get("content") else m
+
+
+def _merge_assistants(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for m in msgs:
         if merged and merged[-1].get("role") == m.get("role") == "assistant":
             merged[-1] = {**merged[-1], "content": [*merged[-1]["content"], *m["content"]]}
         else:
             merged.append(m)
+    return merged
+
+
+def _use_ids(m: dict[str, Any]) -> set[str]:
+    return {b.get("id") for b in m["content"] if b.get("type") == "tool_use"}
+
+
+def _missing_results(
+    merged: list[dict[str, Any]], turns: list[tuple[str, list[int]]], t: int
+) -> list[dict[str, Any]]:
+    """The synthetic results message for assistant turn `t`'s unanswered tool_uses (empty list: none)."""
+    idx = turns[t][1]
+    uses = [b for b in merged[idx[0]]["content"] if b.get("type") == "tool_use"]
+    answered = set()
+    if t + 1 < len(turns) and turns[t + 1][0] == "user":
+        answered = {b.get("tool_use_id") for i in turns[t + 1][1] for b in merged[i]["content"]
+                    if b.get("type") == "tool_result"}
+    missing = [u for u in uses if u.get("id") not in answered]
+    if not missing:
+        return []
+    return [{"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": u.get("id"), "content": MISSING_RESULT_TEXT, "is_error": True}
+        for u in missing
+    ]}]
+
+
+def _user_turn(merged: list[dict[str, Any]], idx: list[int], prev_uses: set[str]) -> list[dict[str, Any]]:
+    """A user turn with only the results that answer `prev_uses` (once each, first), then its other blocks."""
+    results: list[dict[str, Any]] = []
+    others: list[tuple[int, list[dict[str, Any]]]] = []
+    for i in idx:
+        keep = []
+        for b in merged[i]["content"]:
+            if b.get("type") != "tool_result":
+                keep.append(b)
+            elif b.get("tool_use_id") in prev_uses:
+                prev_uses.discard(b.get("tool_use_id"))
+                results.append(b)
+            # else an orphan or a duplicate: dropped
+        others.append((i, keep))
+    out = [{"role": "user", "content": results}] if results else []
+    for i, keep in others:
+        m = merged[i]
+        if keep == m["content"]:
+            out.append(m)
+        elif keep:
+            out.append({**m, "content": keep})
+    return out
+
+
+def _pair_turns(merged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     turns = _turns(merged)
     for t, (role, idx) in enumerate(turns):
         if role == "assistant":
             out.extend(merged[i] for i in idx)
-            uses = [b for b in merged[idx[0]]["content"] if b.get("type") == "tool_use"]
-            nxt = turns[t + 1] if t + 1 < len(turns) else None
-            answered = set()
-            if nxt is not None and nxt[0] == "user":
-                for i in nxt[1]:
-                    for b in merged[i]["content"]:
-                        if b.get("type") == "tool_result":
-                            answered.add(b.get("tool_use_id"))
-            missing = [u for u in uses if u.get("id") not in answered]
-            if missing:
-                out.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "tool_result", "tool_use_id": u.get("id"), "content": MISSING_RESULT_TEXT, "is_error": True}
-                            for u in missing
-                        ],
-                    }
-                )
+            out.extend(_missing_results(merged, turns, t))
             continue
-        prev_uses: set[str] = set()
-        if t > 0 and turns[t - 1][0] == "assistant":
-            for b in merged[turns[t - 1][1][0]]["content"]:
-                if b.get("type") == "tool_use":
-                    prev_uses.add(b.get("id"))
-        results: list[dict[str, Any]] = []
-        others: list[tuple[int, list[dict[str, Any]]]] = []
-        for i in idx:
-            m = merged[i]
-            keep = []
-            for b in m["content"]:
-                if b.get("type") == "tool_result":
-                    tid = b.get("tool_use_id")
-                    if tid in prev_uses:
-                        prev_uses.discard(tid)
-                        results.append(b)
-                    continue  # orphan or duplicate: dropped
-                keep.append(b)
-            others.append((i, keep))
-        if results:
-            out.append({"role": "user", "content": results})
-        for i, keep in others:
-            m = merged[i]
-            if keep == m["content"]:
-                out.append(m)
-            elif keep:
-                out.append({**m, "content": keep})
+        prev = turns[t - 1] if t > 0 else None
+        prev_uses = _use_ids(merged[prev[1][0]]) if prev is not None and prev[0] == "assistant" else set()
+        out.extend(_user_turn(merged, idx, prev_uses))
+    return out
+
+
+def repair_request(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of `messages` that passes `check_request` (cache breakpoints aside). Unchanged messages
+    stay the same objects; the repair is deterministic, so a repaired history repairs the same way
+    on every call and the prompt cache still hits."""
+    names = _tool_names(messages)
+    # 1. Blocks: fill blank texts and results; drop messages left empty.
+    msgs = [f for f in (_fill_blocks(m, names) for m in messages) if f is not None]
+    # 2. Roles: merge assistant messages in a row; pair results with the assistant turn before them.
+    out = _pair_turns(_merge_assistants(msgs))
     # The synthetic results message and a following user turn are one wire turn: keep results first.
     out = _results_first(out)
     if not out or out[0].get("role") != "user":
@@ -280,7 +322,7 @@ def _results_first(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def strict() -> bool:
-    return os.environ.get(STRICT_ENV) == "1"
+    return getenv(STRICT_ENV) == "1"
 
 
 def ensure_valid(

@@ -6,8 +6,9 @@ passes through `scrub` before it reaches a terminal, a result object or a transc
 
 from __future__ import annotations
 
-import os
 import re
+
+from services.config import agent_environ
 
 REDACTED = "[REDACTED]"
 # Anthropic keys, Bearer tokens and the header forms of both, whatever the value looks like.
@@ -24,7 +25,7 @@ def scrub(text: str) -> str:
     if not text:
         return text
     for name in _SECRET_VARS:
-        value = os.environ.get(name, "")
+        value = agent_environ().get(name, "")
         if len(value) >= 6:  # a one-letter "key" would redact half the message
             text = text.replace(value, REDACTED)
     text = _PATTERNS[0].sub(REDACTED, text)

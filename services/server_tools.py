@@ -11,11 +11,10 @@ Otherwise the client-side tools stay the fallback.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from services.config import ConfigError
+from services.config import ConfigError, getenv
 
 SETTING = "serverTools"
 ENV = "AGENT_SERVER_TOOLS"
@@ -29,7 +28,7 @@ SERVER_TOOLS: dict[str, tuple[dict[str, Any], str | None, str]] = {
 
 def enabled_server_tools(settings_paths: list[Path]) -> list[str]:
     """The server tools the user says the endpoint supports (env wins over settings files)."""
-    raw = os.environ.get(ENV)
+    raw = getenv(ENV)
     names: list[str] = []
     source = f"environment variable {ENV}"
     if raw and raw.strip():

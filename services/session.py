@@ -429,8 +429,8 @@ def _valid_message(msg: Any) -> bool:
     )
 
 
-def load_transcript(path: Path) -> LoadedSession:
-    """Read a transcript (never writing it) and repair its history; see the module's contract."""
+def _read_own_file(path: Path) -> bytes:
+    """The transcript's bytes; only a regular file the user owns is read."""
     try:
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
@@ -438,12 +438,15 @@ def load_transcript(path: Path) -> LoadedSession:
                 raise TranscriptError(f"{path} is not a regular file")
             if st.st_uid != os.getuid():
                 raise TranscriptError(f"{path} is owned by uid {st.st_uid}, not you; refusing to resume it")
-            data = fh.read()
+            return fh.read()
     except FileNotFoundError:
         raise TranscriptError(f"no transcript at {path}") from None
     except OSError as exc:
         raise TranscriptError(f"cannot read {path}: {exc.strerror or exc}") from None
-    session = LoadedSession(path.stem, size=len(data))
+
+
+def _complete_lines(path: Path, data: bytes, session: LoadedSession) -> list[bytes]:
+    """The file's lines; a last line cut mid-write is dropped (and noted)."""
     lines = data.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline
     if tail:
@@ -454,47 +457,72 @@ def load_transcript(path: Path) -> LoadedSession:
                     "it was dropped")
             session.warnings.append(note)
             session.repairs.append(note)
-    reported: set[int] = set()
-    for lineno, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-            if not isinstance(rec, dict):
-                raise ValueError("not an object")
-        except (ValueError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-            rec = _recover(raw)
+    return lines
+
+
+def _parse_line(path: Path, lineno: int, raw: bytes, session: LoadedSession) -> dict[str, Any] | None:
+    """One line's record; a damaged line yields what can be recovered from it (noted), or None."""
+    try:
+        rec = json.loads(raw)
+        if not isinstance(rec, dict):
+            raise ValueError("not an object")
+        return rec
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    recovered = _recover(raw)
+    session.damaged_lines.append(lineno)
+    if recovered is None:
+        session.warnings.append(f"{path}:{lineno}: unreadable transcript line skipped ({reason})")
+    else:
+        session.warnings.append(f"{path}:{lineno}: damaged line: its torn start was dropped, its record kept")
+    return recovered
+
+
+def _check_header(path: Path, rec: dict[str, Any]) -> None:
+    version = rec.get("version", 1)
+    if isinstance(version, int) and version > FORMAT_VERSION:
+        raise TranscriptError(
+            f"{path}: written by a newer version (format {version}, this agent reads "
+            f"{FORMAT_VERSION}); upgrade the agent to resume it"
+        )
+
+
+def _apply_record(
+    path: Path, lineno: int, rec: dict[str, Any], session: LoadedSession, reported: set[int]
+) -> None:
+    """One record's effect on the loaded session; `reported` gathers lines an earlier repair recorded."""
+    kind = rec.get("type")
+    if kind == "session":
+        _check_header(path, rec)
+        session.header = rec  # the file's name is the session's identity, whatever the header says
+    elif kind == "message":
+        msg: Any = rec.get("message")
+        if _valid_message(msg):
+            session.messages.append(msg)
+        else:
             session.damaged_lines.append(lineno)
-            if rec is None:
-                session.warnings.append(f"{path}:{lineno}: unreadable transcript line skipped ({reason})")
-                continue
-            session.warnings.append(f"{path}:{lineno}: damaged line: its torn start was dropped, its record kept")
-        kind = rec.get("type")
-        if kind == "session":
-            version = rec.get("version", 1)
-            if isinstance(version, int) and version > FORMAT_VERSION:
-                raise TranscriptError(
-                    f"{path}: written by a newer version (format {version}, this agent reads "
-                    f"{FORMAT_VERSION}); upgrade the agent to resume it"
-                )
-            session.header = rec  # the file's name is the session's identity, whatever the header says
-        elif kind == "message":
-            msg = rec.get("message")
-            if _valid_message(msg):
-                session.messages.append(msg)
-            else:
-                session.damaged_lines.append(lineno)
-                session.warnings.append(f"{path}:{lineno}: malformed message record skipped")
-        elif kind in ("history_replaced", "repair"):
+            session.warnings.append(f"{path}:{lineno}: malformed message record skipped")
+    else:
+        if kind in ("history_replaced", "repair"):
             msgs = rec.get("messages")
             if isinstance(msgs, list) and all(_valid_message(m) for m in msgs):
                 session.messages = list(msgs)
-            if kind == "repair":
-                reported.update(n for n in rec.get("lines") or [] if isinstance(n, int))
-            session.records.append(rec)
-        else:
-            session.records.append(rec)
+        if kind == "repair":
+            reported.update(n for n in rec.get("lines") or [] if isinstance(n, int))
+        session.records.append(rec)
+
+
+def load_transcript(path: Path) -> LoadedSession:
+    """Read a transcript (never writing it) and repair its history; see the module's contract."""
+    data = _read_own_file(path)
+    session = LoadedSession(path.stem, size=len(data))
+    reported: set[int] = set()
+    for lineno, raw in enumerate(_complete_lines(path, data, session), 1):
+        if not raw.strip():
+            continue
+        rec = _parse_line(path, lineno, raw, session)
+        if rec is not None:
+            _apply_record(path, lineno, rec, session, reported)
     # Damage an earlier resume already reported and recorded is not news.
     session.warnings = [w for w in session.warnings if not any(f"{path}:{n}:" in w for n in reported)]
     session.damaged_lines = [n for n in session.damaged_lines if n not in reported]

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.config import getenv
 from services.sandbox_settings import SandboxSettings, merge_sandbox
 
 SCOPES = ("user", "project", "local", "flags")
@@ -62,7 +64,7 @@ class MergedSettings:
 
 
 def user_files(home: Path) -> list[Path]:
-    claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+    claude = Path(getenv("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
     return [claude / "settings.json", home / "settings.json"]
 
 
@@ -109,98 +111,161 @@ def _strings(value: Any, where: str, warnings: list[str]) -> list[str]:
     return []
 
 
-def _merge_file(out: MergedSettings, f: SettingsFile, trusted: bool) -> None:
-    data, src = f.data, f.path
-    restricted = f.scope in UNTRUSTED_SCOPES and not trusted
-    w = out.warnings
+@dataclass
+class _FileMerge:
+    """One file being merged into `out`: where its fields land and what an untrusted scope may not set."""
 
-    def where(name: str) -> str:
-        return f"settings {src}: field {name!r}"
+    out: MergedSettings
+    file: SettingsFile
+    restricted: bool
 
-    perms = data.get("permissions")
-    if perms is not None and not isinstance(perms, dict):
-        w.append(f"{where('permissions')}: must be an object; ignored")
-        perms = None
+    @property
+    def src(self) -> str:
+        return self.file.path
+
+    def where(self, name: str) -> str:
+        return f"settings {self.src}: field {name!r}"
+
+    def warn(self, name: str, problem: str) -> None:
+        self.out.warnings.append(f"{self.where(name)}: {problem}; ignored")
+
+    def strings(self, value: Any, name: str) -> list[str]:
+        return _strings(value, self.where(name), self.out.warnings)
+
+
+def _merge_rules(m: _FileMerge, perms: dict[str, Any]) -> None:
     for key in ("allow", "ask", "deny"):
-        if perms is None or key not in perms:
+        if key not in perms:
             continue
-        rules = _strings(perms[key], where(f"permissions.{key}"), w)
-        if key == "allow" and restricted and rules:
-            out.ignored.append(f"{len(rules)} allow rule{'s' * (len(rules) != 1)}")
+        rules = m.strings(perms[key], f"permissions.{key}")
+        if key == "allow" and m.restricted and rules:
+            m.out.ignored.append(f"{len(rules)} allow rule{'s' * (len(rules) != 1)}")
             continue
-        getattr(out, key).extend(rules)
-    if perms is not None and "defaultMode" in perms:
-        mode = perms["defaultMode"]
-        if not isinstance(mode, str) or mode not in MODES:
-            w.append(f"{where('permissions.defaultMode')}: must be one of {', '.join(MODES)}; ignored")
-        elif restricted and mode not in RESTRICTIVE_MODES:
-            out.ignored.append(f"defaultMode {mode}")
+        getattr(m.out, key).extend(rules)
+
+
+def _merge_default_mode(m: _FileMerge, mode: Any) -> None:
+    if not isinstance(mode, str) or mode not in MODES:
+        m.warn("permissions.defaultMode", f"must be one of {', '.join(MODES)}")
+    elif m.restricted and mode not in RESTRICTIVE_MODES:
+        m.out.ignored.append(f"defaultMode {mode}")
+    else:
+        m.out.default_mode = mode
+
+
+def _merge_permissions(m: _FileMerge, perms: Any) -> None:
+    if not isinstance(perms, dict):
+        m.warn("permissions", "must be an object")
+        return
+    _merge_rules(m, perms)
+    if "defaultMode" in perms:
+        _merge_default_mode(m, perms["defaultMode"])
+    if "additionalDirectories" in perms:
+        dirs = m.strings(perms["additionalDirectories"], "permissions.additionalDirectories")
+        if m.restricted and dirs:
+            m.out.ignored.append("additionalDirectories")
         else:
-            out.default_mode = mode
-    if perms is not None and "additionalDirectories" in perms:
-        dirs = _strings(perms["additionalDirectories"], where("permissions.additionalDirectories"), w)
-        if restricted and dirs:
-            out.ignored.append("additionalDirectories")
-        else:
-            out.additional_dirs.extend(dirs)
-    if "hooks" in data:
-        if not isinstance(data["hooks"], dict):
-            w.append(f"{where('hooks')}: must be an object; ignored")
-        elif restricted:
-            if data["hooks"]:
-                out.ignored.append(f"hooks ({src})")
-        else:
-            out.hooks.append((src, data["hooks"]))
-    if "statusLine" in data:
-        line = data["statusLine"]
-        if not (isinstance(line, dict) and line.get("type", "command") == "command"
-                and isinstance(line.get("command"), str) and line["command"].strip()):
-            w.append(f"{where('statusLine')}: must be {{\"type\": \"command\", \"command\": \"...\"}}; ignored")
-        elif "padding" in line and (not isinstance(line["padding"], int) or isinstance(line["padding"], bool)
-                                    or not 0 <= line["padding"] <= 20):
-            w.append(f"{where('statusLine.padding')}: must be a number from 0 to 20; ignored")
-        elif restricted:
-            out.ignored.append(f"statusLine command ({src})")  # a command from the repository: runs once trusted
-        else:
-            out.status_line = {"command": line["command"], "padding": line.get("padding", 0), "source": str(src)}
-    if "env" in data:
-        env = data["env"]
-        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            w.append(f"{where('env')}: must be an object of strings; ignored")
-        elif restricted:
-            if env:
-                out.ignored.append("env " + ",".join(sorted(env)))
-        else:
-            out.env.update(env)
-    if "model" in data:
-        if not isinstance(data["model"], str) or not data["model"].strip():
-            w.append(f"{where('model')}: must be a non-empty string; ignored")
-        elif restricted:
-            out.ignored.append(f"model {data['model'].strip()}")  # what you pay for is your choice
-        else:
-            out.model = data["model"].strip()
-    if "mcpServers" in data:
-        servers = data["mcpServers"]
-        if not isinstance(servers, dict):
-            w.append(f"{where('mcpServers')}: must be an object; ignored")
-        elif restricted:
-            if servers:
-                out.ignored.append(f"MCP servers {', '.join(sorted(servers))}")
-        else:
-            for name, raw in servers.items():
-                out.mcp_servers[name] = (src, raw)
-    if "sandbox" in data:
-        merge_sandbox(out.sandbox, data["sandbox"], scope=f.scope, restricted=restricted, src=src,
-                      warnings=w, ignored=out.ignored)
-    if "secretEnv" in data:
-        out.secret_env.extend(_strings(data["secretEnv"], where("secretEnv"), w))
-    if "passEnv" in data:
-        names = _strings(data["passEnv"], where("passEnv"), w)
-        # Letting a secret through is a user decision: a repository's files never get to make it.
-        if f.scope in ("user", "flags"):
-            out.pass_env.extend(names)
-        elif names:
-            out.ignored.append(f"passEnv ({src}: only user settings may pass secrets through)")
+            m.out.additional_dirs.extend(dirs)
+
+
+def _merge_hooks(m: _FileMerge, hooks: Any) -> None:
+    if not isinstance(hooks, dict):
+        m.warn("hooks", "must be an object")
+    elif m.restricted:
+        if hooks:
+            m.out.ignored.append(f"hooks ({m.src})")
+    else:
+        m.out.hooks.append((m.src, hooks))
+
+
+def _status_line_problem(line: Any) -> tuple[str, str] | None:
+    """(field, problem) when `statusLine` is unusable, else None."""
+    if not (isinstance(line, dict) and line.get("type", "command") == "command"
+            and isinstance(line.get("command"), str) and line["command"].strip()):
+        return "statusLine", 'must be {"type": "command", "command": "..."}'
+    padding = line.get("padding", 0)
+    if not isinstance(padding, int) or isinstance(padding, bool) or not 0 <= padding <= 20:
+        return "statusLine.padding", "must be a number from 0 to 20"
+    return None
+
+
+def _merge_status_line(m: _FileMerge, line: Any) -> None:
+    problem = _status_line_problem(line)
+    if problem is not None:
+        m.warn(*problem)
+    elif m.restricted:
+        m.out.ignored.append(f"statusLine command ({m.src})")  # a command from the repository: runs once trusted
+    else:
+        m.out.status_line = {"command": line["command"], "padding": line.get("padding", 0), "source": str(m.src)}
+
+
+def _merge_env(m: _FileMerge, env: Any) -> None:
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        m.warn("env", "must be an object of strings")
+    elif m.restricted:
+        if env:
+            m.out.ignored.append("env " + ",".join(sorted(env)))
+    else:
+        m.out.env.update(env)
+
+
+def _merge_model(m: _FileMerge, model: Any) -> None:
+    if not isinstance(model, str) or not model.strip():
+        m.warn("model", "must be a non-empty string")
+    elif m.restricted:
+        m.out.ignored.append(f"model {model.strip()}")  # what you pay for is your choice
+    else:
+        m.out.model = model.strip()
+
+
+def _merge_mcp_servers(m: _FileMerge, servers: Any) -> None:
+    if not isinstance(servers, dict):
+        m.warn("mcpServers", "must be an object")
+    elif m.restricted:
+        if servers:
+            m.out.ignored.append(f"MCP servers {', '.join(sorted(servers))}")
+    else:
+        for name, raw in servers.items():
+            m.out.mcp_servers[name] = (m.src, raw)
+
+
+def _merge_sandbox(m: _FileMerge, raw: Any) -> None:
+    merge_sandbox(m.out.sandbox, raw, scope=m.file.scope, restricted=m.restricted, src=m.src,
+                  warnings=m.out.warnings, ignored=m.out.ignored)
+
+
+def _merge_secret_env(m: _FileMerge, raw: Any) -> None:
+    m.out.secret_env.extend(m.strings(raw, "secretEnv"))
+
+
+def _merge_pass_env(m: _FileMerge, raw: Any) -> None:
+    names = m.strings(raw, "passEnv")
+    # Letting a secret through is a user decision: a repository's files never get to make it.
+    if m.file.scope in ("user", "flags"):
+        m.out.pass_env.extend(names)
+    elif names:
+        m.out.ignored.append(f"passEnv ({m.src}: only user settings may pass secrets through)")
+
+
+# Each top-level field a settings file may carry, in the order they are merged.
+_FIELDS: tuple[tuple[str, Callable[[_FileMerge, Any], None]], ...] = (
+    ("permissions", _merge_permissions),
+    ("hooks", _merge_hooks),
+    ("statusLine", _merge_status_line),
+    ("env", _merge_env),
+    ("model", _merge_model),
+    ("mcpServers", _merge_mcp_servers),
+    ("sandbox", _merge_sandbox),
+    ("secretEnv", _merge_secret_env),
+    ("passEnv", _merge_pass_env),
+)
+
+
+def _merge_file(out: MergedSettings, f: SettingsFile, trusted: bool) -> None:
+    m = _FileMerge(out, f, restricted=f.scope in UNTRUSTED_SCOPES and not trusted)
+    for name, merge_field in _FIELDS:
+        if name in f.data and not (name == "permissions" and f.data[name] is None):
+            merge_field(m, f.data[name])
 
 
 def merge(files: list[SettingsFile], trusted: bool, warnings: list[str] | None = None) -> MergedSettings:

@@ -19,7 +19,7 @@ import services.credentials  # noqa: F401
 from agent.model.scripted import tool_call
 from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
-from tools.checkpoints import CHECKPOINTS_KEY, MAX_PRE_IMAGE_BYTES, CheckpointStore
+from tools.checkpoints import MAX_PRE_IMAGE_BYTES, CheckpointStore
 from tools.edit import EditTool
 from tools.orchestration import ToolRunner
 from tools.permissions import PermissionGate
@@ -200,7 +200,7 @@ async def test_edit_pre_image_and_bash_in_one_turn_the_earliest_wins(tmp_path: P
     before = tree_of(repo)
     store, records = new_store(tmp_path)
     session = SessionState(cwd=repo)
-    session.extras[CHECKPOINTS_KEY] = store
+    session.checkpoints = store
     ctx = ToolContext(session=session, project_root=repo)
     tools = {"Read": ReadTool(), "Edit": EditTool(), "Bash": BashTool()}
     runner = ToolRunner(tools, ctx, PermissionGate(mode="bypassPermissions"))
@@ -239,7 +239,7 @@ async def test_background_bash_is_snapshotted_and_concurrent_calls_share_one(tmp
     await asyncio.gather(store.before_bash(work), store.before_bash(work))
     assert len(records) == 1
     session = SessionState(cwd=work)
-    session.extras[CHECKPOINTS_KEY] = store
+    session.checkpoints = store
     ctx = ToolContext(session=session, project_root=work)
     runner = ToolRunner({"Bash": BashTool()}, ctx, PermissionGate(mode="bypassPermissions"))
     store.begin_turn(3)

@@ -302,7 +302,7 @@ async def test_help_keeps_the_argument_hints(env) -> None:
 
 async def test_claude_code_commands_todos_hooks_config_export_add_dir_doctor(env, tmp_path: Path) -> None:
     ctx, buf = env()
-    ctx.engine.state.extras["todos"] = [{"content": "write tests", "status": "in_progress", "activeForm": "Writing"}]
+    ctx.engine.state.todos = [{"content": "write tests", "status": "in_progress", "activeForm": "Writing"}]
     ctx.engine.messages += [{"role": "user", "content": [{"type": "text", "text": "first prompt"}]},
                             {"role": "assistant", "content": [{"type": "text", "text": "an answer"},
                                                               {"type": "tool_use", "id": "t", "name": "Read",

@@ -31,7 +31,7 @@ def ctx(tmp_path: Path) -> ToolContext:
 async def test_update_stores_the_plan_and_summarises(ctx: ToolContext) -> None:
     out = await TodoWriteTool().call({"todos": PLAN}, ctx)
     assert not out.is_error
-    assert ctx.session.extras["todos"] == PLAN
+    assert ctx.session.todos == PLAN
     assert out.summary == "1/3 done · Fixing the bug"
     assert "[x] Read the code" in out.content and "[>] Fixing the bug" in out.content
     assert "[ ] Run the tests" in out.content
@@ -43,7 +43,7 @@ async def test_more_than_one_in_progress_is_refused(ctx: ToolContext) -> None:
     two = [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}]
     with pytest.raises(ToolError, match="At most one todo may be in_progress"):
         await TodoWriteTool().call({"todos": two}, ctx)
-    assert "todos" not in ctx.session.extras
+    assert ctx.session.todos is None
 
 
 def test_schema_rejects_bad_status_and_missing_content() -> None:
@@ -60,7 +60,7 @@ async def test_empty_list_clears_and_no_in_progress_is_nudged(ctx: ToolContext) 
     assert "No item is in progress" in out.content
     out = await TodoWriteTool().call({"todos": []}, ctx)
     assert out.content == "Todo list cleared." and out.summary == "plan cleared"
-    assert ctx.session.extras["todos"] == []
+    assert ctx.session.todos == []
 
 
 async def test_two_updates_in_one_message_apply_in_order(ctx: ToolContext) -> None:
@@ -71,7 +71,7 @@ async def test_two_updates_in_one_message_apply_in_order(ctx: ToolContext) -> No
     runner = ToolRunner({"TodoWrite": tool}, ctx, PermissionGate())
     async for _ in runner.run([first, second]):
         pass
-    assert ctx.session.extras["todos"] == [{"content": "a", "status": "completed"}]
+    assert ctx.session.todos == [{"content": "a", "status": "completed"}]
 
 
 def test_latest_todos_from_history_skips_failed_calls() -> None:
@@ -103,7 +103,7 @@ async def test_plan_survives_resume_and_is_reset_by_clear(tmp_path: Path, monkey
     engine = _engine(tmp_path, model)
     async for _ in engine.run_turn("fix the bug"):
         pass
-    assert engine.state.extras["todos"] == PLAN
+    assert engine.state.todos == PLAN
     path = engine.paths.transcript
     engine.close()
     loaded = load_transcript(path)
@@ -111,9 +111,9 @@ async def test_plan_survives_resume_and_is_reset_by_clear(tmp_path: Path, monkey
 
     resumed = _engine(tmp_path, ScriptedModel([]))
     resumed.resume(loaded)
-    assert resumed.state.extras["todos"] == PLAN
+    assert resumed.state.todos == PLAN
     resumed.clear()
-    assert "todos" not in resumed.state.extras
+    assert resumed.state.todos is None
     resumed.close()
 
 
@@ -129,5 +129,5 @@ async def test_resume_recovers_the_plan_from_history_without_a_record(tmp_path: 
     loaded.records = [r for r in loaded.records if r.get("type") != "todos"]
     resumed = _engine(tmp_path, ScriptedModel([]))
     resumed.resume(loaded)
-    assert resumed.state.extras["todos"] == PLAN
+    assert resumed.state.todos == PLAN
     resumed.close()

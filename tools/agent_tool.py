@@ -7,7 +7,7 @@ child's transcript), a short system prompt of its own, and the parent's tools mi
 by `tool_names`. Every tool call of the child passes the parent's permission gate and hooks (Stop
 hooks do not run below depth 0), so the Agent call itself never asks. Abort cascades: the child uses
 the parent's abort event. The child's token usage is added to the session's usage
-(`extras["usage"]`) and recorded in the transcript (`agent_usage`), so resume counts it too.
+(`SessionState.usage`) and recorded in the transcript (`agent_usage`), so resume counts it too.
 
 Several Agent calls in one assistant message run in parallel when every tool they get is read-only;
 otherwise they run one after the other. The result is `[Agent: <description>]\\n<last assistant
@@ -23,9 +23,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from services.config import getenv
+from services.config import agent_environ, getenv
 from services.hooks import NO_HOOKS, HookDecision, Hooks
-from services.instructions import InstructionTracker
 from services.messages import Message, message_text, tool_uses, user_message
 from services.models import resolve_model
 from services.subagents import GENERAL_PURPOSE, AgentDef, agent_listing
@@ -117,6 +116,68 @@ class _ChildHooks(Hooks):
 
 def _safe_id(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80] or uuid.uuid4().hex[:12]
+
+
+class _ChildRun:
+    """One sub-agent run as its events arrive: its history, transcript, usage and last words."""
+
+    def __init__(self, model: str, history: list[Message], child_dir: Any) -> None:
+        from services.session import Transcript
+
+        self.model = model
+        self.history = history
+        self.usage = Usage()
+        self.transcript = Transcript(child_dir / "transcript.jsonl") if child_dir else None
+        self.terminal: Any = None  # the loop's Terminal event, once it ends
+        self.tool_calls = 0
+        self.last_text = ""
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.transcript is not None:
+            try:
+                self.transcript.append(record)
+            except OSError:
+                pass
+
+    def add_message(self, m: Message) -> None:
+        self.history.append(m)
+        self.write({"type": "message", "message": m})
+
+    def on_event(self, event: Any) -> None:
+        from services.events import (
+            AssistantEvent,
+            HistoryReplacedEvent,
+            RecordEvent,
+            Terminal,
+            ToolResultsEvent,
+            UserMessageEvent,
+        )
+
+        if isinstance(event, AssistantEvent):
+            self.add_message(event.message)
+            self.usage.add(event.message.get("usage"), model=self.model)
+            self.tool_calls += len(tool_uses(event.message))
+            self.last_text = message_text(event.message).strip() or self.last_text
+        elif isinstance(event, ToolResultsEvent):
+            for m in [event.message, *event.extra_messages]:
+                self.add_message(m)
+        elif isinstance(event, UserMessageEvent):
+            self.add_message(event.message)
+        elif isinstance(event, HistoryReplacedEvent):
+            self.history = list(event.messages)
+            self.write({"type": "history_replaced", "messages": self.history})
+        elif isinstance(event, RecordEvent):
+            self.write(event.record)
+        elif isinstance(event, Terminal):
+            self.terminal = event
+
+    def finish(self, agent_id: str, started: float) -> None:
+        t = self.terminal
+        trace("agent.end", id=agent_id, reason=t.reason if t else "cancelled", turns=t.turns if t else 0,
+              tool_calls=self.tool_calls, chars=len(self.last_text), input_tokens=self.usage.input_tokens,
+              output_tokens=self.usage.output_tokens, seconds=f"{time.monotonic() - started:.2f}")
+        if self.transcript is not None:
+            self.transcript.close()
 
 
 class AgentTool(Tool):
@@ -245,19 +306,6 @@ class AgentTool(Tool):
 
     # -- the run ---------------------------------------------------------------------------------
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        from services.compact.options import CompactOptions
-        from services.compact.state import ContentReplacementState
-        from services.events import (
-            AssistantEvent,
-            HistoryReplacedEvent,
-            RecordEvent,
-            Terminal,
-            ToolResultsEvent,
-            UserMessageEvent,
-        )
-        from services.session import Transcript
-        from tools.permissions import PermissionGate
-
         description = input["description"].strip() or "task"
         depth = ctx.depth + 1
         if depth > self.max_depth:
@@ -271,11 +319,35 @@ class AgentTool(Tool):
             raise ToolError("Sub-agents are not available here (no loop in this tool context).")
         agent_id = _safe_id(ctx.tool_use_id) if ctx.tool_use_id else uuid.uuid4().hex[:12]
         child_dir = (ctx.session_dir / "agents" / agent_id) if ctx.session_dir else None
-        usage = Usage()
-        child_state = SessionState(cwd=ctx.session.cwd, extras={"usage": usage})
-        tracker = ctx.session.extras.get("instructions")
-        if isinstance(tracker, InstructionTracker):  # nested files and path rules join a sub-agent too
-            child_state.extras["instructions"] = tracker.fork()
+        model, system, hooks = self._agent_setup(agent, ctx, agent_id, child_dir)
+        run = _ChildRun(model, [user_message(input["prompt"])], child_dir)
+        params = self._loop_params(run, ctx, depth, child_dir, system, tools, hooks)
+        run.write({"type": "agent", "id": agent_id, "description": description, "depth": depth, "model": model,
+                   "agent_type": agent.name if agent else GENERAL_PURPOSE,
+                   "tools": [t.name for t in tools], "parent_tool_use_id": ctx.tool_use_id,
+                   "created_at": time.time()})
+        run.write({"type": "message", "message": run.history[0]})
+        trace("agent.start", id=agent_id, description=description, depth=depth, tools=len(tools))
+        started = time.monotonic()
+        try:
+            async with contextlib.aclosing(ctx.run_loop(**params)) as events:
+                async for event in events:
+                    run.on_event(event)
+        finally:
+            self._roll_up(ctx, run.usage)
+            run.finish(agent_id, started)
+        return self._result(description, run.terminal, run.last_text, run.tool_calls, run.usage)
+
+    def _loop_params(self, run: _ChildRun, ctx: ToolContext, depth: int, child_dir: Any, system: str,
+                     tools: list[Tool], hooks: _ChildHooks) -> dict[str, Any]:
+        """The nested loop's arguments: the child's own state and context, the parent's gate and abort."""
+        from services.compact.options import CompactOptions
+        from services.compact.state import ContentReplacementState
+        from tools.permissions import PermissionGate
+
+        tracker = ctx.session.instructions  # nested files and path rules join a sub-agent too
+        child_state = SessionState(cwd=ctx.session.cwd, usage=run.usage,
+                                   instructions=tracker.fork() if tracker is not None else None)
         child_ctx = ToolContext(
             session=child_state,
             project_root=ctx.project_root,
@@ -285,81 +357,25 @@ class AgentTool(Tool):
             depth=depth,
             run_loop=ctx.run_loop,
         )
-        gate = self.get_gate() if self.get_gate else PermissionGate()
-        model, system, hooks = self._agent_setup(agent, ctx, agent_id, child_dir)
-        compact = self.get_compact() if self.get_compact else CompactOptions.from_env()
-        history: list[Message] = [user_message(input["prompt"])]
-        params: dict[str, Any] = dict(
-            messages=list(history),
+        return dict(
+            messages=list(run.history),
             system=system,
             tools=tools,
             tool_context=child_ctx,
-            model=model,
+            model=run.model,
             max_tokens=self.max_tokens,
             max_turns=self.max_turns,
-            gate=gate,
+            gate=self.get_gate() if self.get_gate else PermissionGate(),
             hooks=hooks,
-            compact=compact,
+            compact=self.get_compact() if self.get_compact else CompactOptions.from_env(),
             replacement_state=ContentReplacementState(),
             autocompact_state={},
         )
-        transcript = Transcript(child_dir / "transcript.jsonl") if child_dir else None
-
-        def write(record: dict[str, Any]) -> None:
-            if transcript is not None:
-                try:
-                    transcript.append(record)
-                except OSError:
-                    pass
-
-        write({"type": "agent", "id": agent_id, "description": description, "depth": depth, "model": model,
-               "agent_type": agent.name if agent else GENERAL_PURPOSE,
-               "tools": [t.name for t in tools], "parent_tool_use_id": ctx.tool_use_id, "created_at": time.time()})
-        write({"type": "message", "message": history[0]})
-        trace("agent.start", id=agent_id, description=description, depth=depth, tools=len(tools))
-        started = time.monotonic()
-        terminal: Terminal | None = None
-        tool_calls = 0
-        last_text = ""
-        try:
-            async with contextlib.aclosing(ctx.run_loop(**params)) as events:
-                async for event in events:
-                    if isinstance(event, AssistantEvent):
-                        history.append(event.message)
-                        write({"type": "message", "message": event.message})
-                        usage.add(event.message.get("usage"), model=model)
-                        tool_calls += len(tool_uses(event.message))
-                        text = message_text(event.message).strip()
-                        if text:
-                            last_text = text
-                    elif isinstance(event, ToolResultsEvent):
-                        for m in [event.message, *event.extra_messages]:
-                            history.append(m)
-                            write({"type": "message", "message": m})
-                    elif isinstance(event, UserMessageEvent):
-                        history.append(event.message)
-                        write({"type": "message", "message": event.message})
-                    elif isinstance(event, HistoryReplacedEvent):
-                        history = list(event.messages)
-                        write({"type": "history_replaced", "messages": history})
-                    elif isinstance(event, RecordEvent):
-                        write(event.record)
-                    elif isinstance(event, Terminal):
-                        terminal = event
-        finally:
-            self._roll_up(ctx, usage)
-            reason = terminal.reason if terminal else "cancelled"
-            trace("agent.end", id=agent_id, reason=reason, turns=terminal.turns if terminal else 0,
-                  tool_calls=tool_calls, chars=len(last_text), input_tokens=usage.input_tokens,
-                  output_tokens=usage.output_tokens, seconds=f"{time.monotonic() - started:.2f}")
-            if transcript is not None:
-                transcript.close()
-        return self._result(description, terminal, last_text, tool_calls, usage)
 
     def _agent_setup(self, agent: AgentDef | None, ctx: ToolContext, agent_id: str,
                      child_dir: Any) -> tuple[str, str, _ChildHooks]:
         """The child's model, system prompt and hooks: the agent definition's, else the defaults."""
-        model = resolve_model(agent.model) if agent and agent.model not in ("", "inherit") else self._model()
+        model = resolve_model(agent.model, agent_environ()) if agent and agent.model not in ("", "inherit") else self._model()
         system = agent.system_prompt if agent and agent.system_prompt else self.system_prompt(str(ctx.session.cwd))
         hooks = _ChildHooks(self.get_hooks() if self.get_hooks else NO_HOOKS, {
             "agent_id": agent_id, "agent_type": agent.name if agent else GENERAL_PURPOSE,
@@ -370,11 +386,11 @@ class AgentTool(Tool):
         """The child's usage into the parent's totals, and a transcript record for resume (main agent)."""
         if not usage.requests:
             return
-        parent = ctx.session.extras.get("usage")
-        if isinstance(parent, Usage):
+        parent = ctx.session.usage
+        if parent is not None:
             parent.merge(usage)
-        record = ctx.session.extras.get("record")
-        if callable(record):
+        record = ctx.session.record
+        if record is not None:
             with contextlib.suppress(Exception):
                 record({"type": USAGE_RECORD, "tool_use_id": ctx.tool_use_id, "usage": usage.as_dict(),
                         "requests": usage.requests, "model": self._model()})

@@ -26,7 +26,6 @@ from typing import Any
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.sandbox import Wrapped
 
-TASKS_KEY = "background_tasks"
 OUTPUT_CAP_CHARS = 30_000
 KILL_GRACE_S = 1.0
 STARTED_TEXT = ("Command running in background with ID: {id}. Output is being written to: {path}. "
@@ -140,9 +139,9 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 def registry(ctx_or_state: Any) -> TaskRegistry:
     state = getattr(ctx_or_state, "session", ctx_or_state)
-    reg = state.extras.get(TASKS_KEY)
+    reg = state.background_tasks
     if not isinstance(reg, TaskRegistry):
-        reg = state.extras[TASKS_KEY] = TaskRegistry()
+        reg = state.background_tasks = TaskRegistry()
     return reg
 
 

@@ -12,11 +12,36 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from services.messages import Message
+
+if TYPE_CHECKING:
+    from services.instructions import InstructionTracker
+    from services.usage import Usage
+
+
+class TodoItem(TypedDict):
+    """One step of TodoWrite's plan, as stored, recorded and sent back to the model."""
+
+    content: str
+    status: str  # pending | in_progress | completed
+    activeForm: NotRequired[str]
+
+
+# The session's slots for state owned by one tool module (which imports this one, so the slot is typed
+# by what others may call; the owner's accessor narrows it: background_tasks.registry, checkpoint_store).
+class BackgroundTasks(Protocol):
+    def kill_all(self) -> int: ...
+
+
+class Checkpoints(Protocol):
+    def before_write(self, name: str, input: dict[str, Any], cwd: Path) -> None: ...
+
+    async def before_bash(self, cwd: Path) -> None: ...
 
 # Default per-result threshold for tools that do not declare their own (MCP tools and others).
 DEFAULT_MAX_RESULT_CHARS = 50_000
@@ -49,8 +74,18 @@ class SessionState:
     cwd: Path
     # path -> read record; owned by the Read/Write/Edit tools (see tools/read_state.py).
     read_state: dict[str, Any] = field(default_factory=dict)
-    # Free slots for later tools (todos, MCP manager, sub-agent runner...), keyed by name.
-    extras: dict[str, Any] = field(default_factory=dict)
+    # The session's token usage; sub-agents add theirs (tools/agent_tool.py). None: nobody counts.
+    usage: Usage | None = None
+    # Appends a record to the session's transcript (plans, sub-agent usage); None: no transcript.
+    record: Callable[[dict[str, Any]], None] | None = None
+    # Instruction files that join when a tool first touches their folder; None: none are announced.
+    instructions: InstructionTracker | None = None
+    # TodoWrite's plan; None until the model writes one (an empty list is a cleared plan).
+    todos: list[TodoItem] | None = None
+    # Background Bash runs, made on first use (tools/background_tasks.registry).
+    background_tasks: BackgroundTasks | None = None
+    # Per-turn file checkpoints for /rewind, set by the REPL; None: nothing is checkpointed.
+    checkpoints: Checkpoints | None = None
 
 
 def _always_visible(tool_use_id: str) -> bool:

@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-CHECKPOINTS_KEY = "checkpoints"
 WRITING_TOOLS = ("Edit", "Write", "NotebookEdit")
 BASH_TOOL = "Bash"
 MAX_PRE_IMAGE_BYTES = 10 * 1024 * 1024  # a larger file is not checkpointed (said at rewind)
@@ -310,6 +309,56 @@ def _excluded_rels(root: str, dirs: list[Path]) -> list[str]:
 
 def _is_excluded(rel: str, excluded: list[str]) -> bool:
     return any(rel == e or rel.startswith(e + "/") for e in excluded)
+
+
+def _git_state(snap: TreeSnapshot) -> tuple[dict[str, tuple[str, str]], list[bytes], list[str]]:
+    """The snapshot's index entries (path -> (mode, oid)), `diff --name-status -z` against the work
+    tree, and the untracked files now, read through a scratch copy of the kept index."""
+    scratch = Path(snap.index).with_name(f"rewind-{secrets.token_hex(4)}.index")
+    env = _git_env(_git_base_env(), str(scratch), snap.objects, snap.alternate)
+    try:
+        try:
+            shutil.copyfile(snap.index, scratch)
+        except OSError:  # the kept index is gone: the tree alone (every file gets hashed)
+            _git(["read-tree", snap.tree], snap.root, env)
+        listing = _git(["ls-files", "-s", "-z"], snap.root, env)
+        entries: dict[str, tuple[str, str]] = {}
+        for item in listing.split(b"\0"):
+            if not item:
+                continue
+            meta, _, path = item.partition(b"\t")
+            mode, oid, _stage = meta.decode().split(" ")
+            entries[os.fsdecode(path)] = (mode, oid)
+        diff = _git(["diff", "--no-ext-diff", "--no-renames", "--no-relative", "--ignore-submodules=all", "--name-status",
+                     "-z"], snap.root, env).split(b"\0")
+        new = _split_z(_git(["ls-files", "-z", "-o", "--exclude-standard"], snap.root, env))
+    finally:
+        scratch.unlink(missing_ok=True)
+    return entries, diff, new
+
+
+def _skipped_manifest(snap: TreeSnapshot) -> dict[str, list[int]]:
+    """Files too big to snapshot: path -> [size, mtime_ns] when the snapshot was taken."""
+    if not snap.manifest:
+        return {}
+    try:
+        data = json.loads(Path(snap.manifest).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _new_file_checkpoint(snap: TreeSnapshot, rel: str, skipped: dict[str, list[int]]) -> Checkpoint | None:
+    """A file not in the snapshot's index: new since (rewind removes it), or a skipped one that changed."""
+    path = os.path.join(snap.root, rel)
+    if rel not in skipped:
+        return Checkpoint(snap.turn, path, False, snapshot=snap, rel=rel)
+    try:
+        st = os.lstat(path)
+        changed = [st.st_size, st.st_mtime_ns] != skipped[rel]
+    except OSError:
+        changed = True
+    return Checkpoint(snap.turn, path, True, snapshot=snap, rel=rel, skipped=True) if changed else None
 
 
 # -- the store ---------------------------------------------------------------------------------------------
@@ -630,39 +679,11 @@ class CheckpointStore:
 
     def _git_changes(self, snap: TreeSnapshot) -> tuple[dict[str, Checkpoint], set[str], list[str]]:
         assert self.directory is not None
-        base = _git_base_env()
-        scratch = Path(snap.index).with_name(f"rewind-{secrets.token_hex(4)}.index")
-        env = _git_env(base, str(scratch), snap.objects, snap.alternate)
-        try:
-            try:
-                shutil.copyfile(snap.index, scratch)
-            except OSError:  # the kept index is gone: the tree alone (every file gets hashed)
-                _git(["read-tree", snap.tree], snap.root, env)
-            listing = _git(["ls-files", "-s", "-z"], snap.root, env)
-            entries: dict[str, tuple[str, str]] = {}
-            for item in listing.split(b"\0"):
-                if not item:
-                    continue
-                meta, _, path = item.partition(b"\t")
-                mode, oid, _stage = meta.decode().split(" ")
-                entries[os.fsdecode(path)] = (mode, oid)
-            diff = _git(["diff", "--no-ext-diff", "--no-renames", "--no-relative", "--ignore-submodules=all", "--name-status",
-                         "-z"], snap.root, env).split(b"\0")
-            new = _split_z(_git(["ls-files", "-z", "-o", "--exclude-standard"], snap.root, env))
-        finally:
-            scratch.unlink(missing_ok=True)
-        skipped: dict[str, list[int]] = {}
-        if snap.manifest:
-            try:
-                skipped = json.loads(Path(snap.manifest).read_text())
-            except (OSError, ValueError):
-                pass
+        entries, diff, new = _git_state(snap)
+        skipped = _skipped_manifest(snap)
         out: dict[str, Checkpoint] = {}
         problems: list[str] = []
-        i = 0
-        while i + 1 < len(diff):
-            rel = os.fsdecode(diff[i + 1])
-            i += 2
+        for rel in (os.fsdecode(p) for p in diff[1::2]):  # name-status pairs: status, path
             if rel in entries and not _is_excluded(rel, snap.excluded):
                 out[rel] = Checkpoint(snap.turn, os.path.join(snap.root, rel), True, snapshot=snap, rel=rel,
                                       entry=entries[rel])
@@ -672,17 +693,9 @@ class CheckpointStore:
             if rel.endswith("/"):  # a nested repository made since: its content is its own
                 problems.append(f"{os.path.join(snap.root, rel)}: a nested repository created since; not removed")
                 continue
-            if rel in skipped:
-                try:
-                    st = os.lstat(os.path.join(snap.root, rel))
-                    changed = [st.st_size, st.st_mtime_ns] != skipped[rel]
-                except OSError:
-                    changed = True
-                if changed:
-                    out[rel] = Checkpoint(snap.turn, os.path.join(snap.root, rel), True, snapshot=snap, rel=rel,
-                                          skipped=True)
-                continue
-            out[rel] = Checkpoint(snap.turn, os.path.join(snap.root, rel), False, snapshot=snap, rel=rel)
+            cp = _new_file_checkpoint(snap, rel, skipped)
+            if cp is not None:
+                out[rel] = cp
         for rel in skipped:  # skipped and deleted since
             if rel not in out and not os.path.lexists(os.path.join(snap.root, rel)):
                 out[rel] = Checkpoint(snap.turn, os.path.join(snap.root, rel), True, snapshot=snap, rel=rel,
@@ -886,5 +899,5 @@ class CheckpointStore:
 
 
 def checkpoint_store(state: Any) -> CheckpointStore | None:
-    store = state.extras.get(CHECKPOINTS_KEY)
+    store = state.checkpoints
     return store if isinstance(store, CheckpointStore) else None

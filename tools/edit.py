@@ -88,6 +88,56 @@ def _with_endings(s: str, crlf: bool) -> str:
     return s.replace("\n", "\r\n") if crlf else s
 
 
+def _check_input(raw: str, old: str, new: str) -> None:
+    if not raw.strip():
+        raise ToolError(tool_use_error("file_path is empty. Pass the path of the file to edit."))
+    too_large = content_too_large(new, "new_string")
+    if too_large:
+        raise ToolError(tool_use_error(too_large))
+    if old == new:
+        raise ToolError(tool_use_error("No changes to make: old_string and new_string are exactly the same."))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ToolError(f"Cannot read {path}: {exc.strerror or exc}. Check its permissions.") from None
+    if b"\x00" in data[:8192]:
+        raise ToolError(tool_use_error(f"{path} is a binary file; Edit changes text files only."))
+    return data.decode("utf-8", errors="surrogateescape")  # undecodable bytes survive the round trip
+
+
+def _spans(text: str, old: str, replace_all: bool) -> tuple[list[tuple[int, int]], str]:
+    """Where `old` is in `text` and how it matched; an error unless that is one place (or replace_all)."""
+    if old == "":
+        if text.strip():
+            raise ToolError(tool_use_error("Cannot create new file - file already exists."))
+        spans, how = [(0, len(text))], "empty file"
+    else:
+        spans, how = find_matches(text, old)
+    if not spans:
+        raise ToolError(tool_use_error(f"String to replace not found in file.\nString: {old}"))
+    if len(spans) > 1 and not replace_all:
+        raise ToolError(tool_use_error(
+            f"Found {len(spans)} matches of the string to replace, but replace_all is false. To replace all "
+            "occurrences, set replace_all to true. To replace only one occurrence, please provide more context "
+            f"to uniquely identify the instance.\nString: {old}"
+        ))
+    return spans, how
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]], replacement: str) -> str:
+    pieces: list[str] = []
+    cursor = 0
+    for a, b in spans:
+        pieces.append(text[cursor:a])
+        pieces.append(replacement)
+        cursor = b
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
 class EditTool(Tool):
     name = "Edit"
     description = DESCRIPTION
@@ -107,13 +157,7 @@ class EditTool(Tool):
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         raw, old, new = input["file_path"], input["old_string"], input["new_string"]
         replace_all = bool(input.get("replace_all", False))
-        if not raw.strip():
-            raise ToolError(tool_use_error("file_path is empty. Pass the path of the file to edit."))
-        too_large = content_too_large(new, "new_string")
-        if too_large:
-            raise ToolError(tool_use_error(too_large))
-        if old == new:
-            raise ToolError(tool_use_error("No changes to make: old_string and new_string are exactly the same."))
+        _check_input(raw, old, new)
         path = ctx.resolve(raw)
         if os.path.isdir(path):
             raise ToolError(tool_use_error(f"{path} is a directory. Pass the path of a file inside it."))
@@ -124,36 +168,9 @@ class EditTool(Tool):
         refusal = read_state.require_fresh(ctx, path, "edit")
         if refusal:
             raise ToolError(tool_use_error(refusal))
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ToolError(f"Cannot read {path}: {exc.strerror or exc}. Check its permissions.") from None
-        if b"\x00" in data[:8192]:
-            raise ToolError(tool_use_error(f"{path} is a binary file; Edit changes text files only."))
-        text = data.decode("utf-8", errors="surrogateescape")  # undecodable bytes survive the round trip
-        if old == "":
-            if text.strip():
-                raise ToolError(tool_use_error("Cannot create new file - file already exists."))
-            spans, how = [(0, len(text))], "empty file"
-        else:
-            spans, how = find_matches(text, old)
-        if not spans:
-            raise ToolError(tool_use_error(f"String to replace not found in file.\nString: {old}"))
-        if len(spans) > 1 and not replace_all:
-            raise ToolError(tool_use_error(
-                f"Found {len(spans)} matches of the string to replace, but replace_all is false. To replace all "
-                "occurrences, set replace_all to true. To replace only one occurrence, please provide more context "
-                f"to uniquely identify the instance.\nString: {old}"
-            ))
-        replacement = _with_endings(new, _uses_crlf(text))
-        pieces: list[str] = []
-        cursor = 0
-        for a, b in spans:
-            pieces.append(text[cursor:a])
-            pieces.append(replacement)
-            cursor = b
-        pieces.append(text[cursor:])
-        updated = "".join(pieces)
+        text = _read_text(path)
+        spans, how = _spans(text, old, replace_all)
+        updated = _replace_spans(text, spans, _with_endings(new, _uses_crlf(text)))
         try:
             atomic_write(path, updated.encode("utf-8", errors="surrogateescape"))
         except OSError as exc:

@@ -65,81 +65,108 @@ class GrepTool(Tool):
             raise ToolError("pattern is empty. Pass a regular expression to search for.")
         mode = input.get("output_mode") or "files_with_matches"
         cwd = ctx.search_dir()
-        # No --with-filename: like Claude Code, a search of one file prints its lines without the file name.
-        args = ["--hidden", "--max-columns", str(MAX_COLUMNS), "--color", "never", "--no-heading", *vcs_excludes()]
-        if input.get("multiline"):
-            args += ["-U", "--multiline-dotall"]
-        if input.get("-i"):
-            args.append("-i")
-        if mode == "files_with_matches":
-            args.append("-l")
-        elif mode == "count":
-            args.append("-c")
-        else:
-            if input.get("-n", True):
-                args.append("-n")
-            if input.get("-o"):
-                args.append("-o")
-            ctx_lines = input.get("context") if input.get("context") is not None else input.get("-C")
-            if ctx_lines is not None:
-                args += ["-C", str(int(ctx_lines))]
-            else:
-                if input.get("-A") is not None:
-                    args += ["-A", str(int(input["-A"]))]
-                if input.get("-B") is not None:
-                    args += ["-B", str(int(input["-B"]))]
+        args = [*_rg_args(input, mode), "-e", pattern, "--"]
+        target = _search_target(input.get("path"), ctx, cwd)
+        if target is not None:
+            args.append(target)
         globs = (input.get("glob") or "").split()
-        if input.get("type"):
-            args += ["--type", input["type"]]
-        args += ["-e", pattern, "--"]
-        target = input.get("path")
-        if target:
-            try:
-                mode = os.stat(ctx.resolve(target)).st_mode
-            except OSError:
-                raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.") from None
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-                # A FIFO or a device would block rg (and outlive us): never open one.
-                raise ToolError(f"{ctx.resolve(target)} is not a regular file or directory (a pipe, socket or device); Grep searches files and directories only.")
-            args.append(target if os.path.isabs(target) else str(ctx.resolve(target) if cwd != ctx.session.cwd else Path(target)))
         timeout = env_int("GREP_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, minimum=1) / 1000
         rc, out, err = await run_rg(args, cwd, timeout=timeout, globs=globs or None)
         if rc == 2 and not out.strip():
-            msg = err.decode("utf-8", errors="replace").strip() or "ripgrep failed"
-            if "regex" in msg.lower():
-                raise ToolError(f"Invalid regular expression (ripgrep syntax): {msg}\nFix the pattern (escape special characters like ( [ {{ with a backslash) and retry.")
-            raise ToolError(f"Grep failed: {msg}")
+            raise ToolError(_rg_failure(err))
         lines = out.decode("utf-8", errors="replace").splitlines()
         if not lines:
             return ToolOutput("No files found" if mode == "files_with_matches" else "No matches found", summary="no matches")
         if mode == "files_with_matches":
             lines = _newest_first(cwd, lines)
-        total = len(lines)
-        offset = int(input.get("offset") or 0)
-        head_limit = input.get("head_limit")
-        head_limit = DEFAULT_HEAD_LIMIT if head_limit is None else int(head_limit)
-        shown = lines[offset:] if head_limit == 0 else lines[offset : offset + head_limit]
-        if not shown:
-            return ToolOutput(f"No results at offset={offset}: there are only {total} entries. Use a smaller offset.", summary="past the end")
-        body = "\n".join(shown)
-        if mode == "files_with_matches":
-            header = f"Found {total} file{'s' if total != 1 else ''}\n"
-            summary = f"{total} files"
-        elif mode == "count":
-            n = sum(int(line.rsplit(":", 1)[1]) for line in lines if line.rsplit(":", 1)[-1].isdigit())
-            header = ""
-            body += f"\n\nFound {n} total occurrence{'s' if n != 1 else ''} across {total} file{'s' if total != 1 else ''}."
-            summary = f"{n} matches"
-        else:
-            header = ""
-            summary = f"{total} lines"
-        end = offset + len(shown)
-        if offset > 0 or end < total:
-            more = f" More: use offset={end}" + (" (or head_limit=0 for all)." if end < total else ".") if end < total else ""
-            body += f"\n\n[Showing entries {offset + 1}-{end} of {total}.{more}]"
+        note = ""
         if rc == 2:
-            body += "\n[Some files could not be searched: " + err.decode("utf-8", errors="replace").strip().splitlines()[0][:200] + "]"
-        return ToolOutput(header + body, summary=summary)
+            first = err.decode("utf-8", errors="replace").strip().splitlines()[0][:200]
+            note = "\n[Some files could not be searched: " + first + "]"
+        return _page(lines, mode, input, note)
+
+
+def _rg_args(input: dict[str, Any], mode: str) -> list[str]:
+    """ripgrep's options for the tool's input (everything before the pattern)."""
+    # No --with-filename: like Claude Code, a search of one file prints its lines without the file name.
+    args = ["--hidden", "--max-columns", str(MAX_COLUMNS), "--color", "never", "--no-heading", *vcs_excludes()]
+    if input.get("multiline"):
+        args += ["-U", "--multiline-dotall"]
+    if input.get("-i"):
+        args.append("-i")
+    if mode == "files_with_matches":
+        args.append("-l")
+    elif mode == "count":
+        args.append("-c")
+    else:
+        args += _content_args(input)
+    if input.get("type"):
+        args += ["--type", input["type"]]
+    return args
+
+
+def _content_args(input: dict[str, Any]) -> list[str]:
+    """Line numbers, only-matching and context lines, for the content mode."""
+    args = []
+    if input.get("-n", True):
+        args.append("-n")
+    if input.get("-o"):
+        args.append("-o")
+    ctx_lines = input.get("context") if input.get("context") is not None else input.get("-C")
+    if ctx_lines is not None:
+        return [*args, "-C", str(int(ctx_lines))]
+    for flag in ("-A", "-B"):
+        if input.get(flag) is not None:
+            args += [flag, str(int(input[flag]))]
+    return args
+
+
+def _search_target(target: str | None, ctx: ToolContext, cwd: Path) -> str | None:
+    """The path argument for rg; only an existing regular file or directory is searched."""
+    if not target:
+        return None
+    try:
+        st_mode = os.stat(ctx.resolve(target)).st_mode
+    except OSError:
+        raise ToolError(f"Path does not exist: {ctx.resolve(target)}. Check it, or omit path to search the working directory.") from None
+    if not (stat.S_ISDIR(st_mode) or stat.S_ISREG(st_mode)):
+        # A FIFO or a device would block rg (and outlive us): never open one.
+        raise ToolError(f"{ctx.resolve(target)} is not a regular file or directory (a pipe, socket or device); Grep searches files and directories only.")
+    return target if os.path.isabs(target) else str(ctx.resolve(target) if cwd != ctx.session.cwd else Path(target))
+
+
+def _rg_failure(err: bytes) -> str:
+    msg = err.decode("utf-8", errors="replace").strip() or "ripgrep failed"
+    if "regex" in msg.lower():
+        return f"Invalid regular expression (ripgrep syntax): {msg}\nFix the pattern (escape special characters like ( [ {{ with a backslash) and retry."
+    return f"Grep failed: {msg}"
+
+
+def _page(lines: list[str], mode: str, input: dict[str, Any], note: str = "") -> ToolOutput:
+    """The window of `lines` the input asks for (offset, head_limit), with the mode's header and totals."""
+    total = len(lines)
+    offset = int(input.get("offset") or 0)
+    head_limit = input.get("head_limit")
+    head_limit = DEFAULT_HEAD_LIMIT if head_limit is None else int(head_limit)
+    shown = lines[offset:] if head_limit == 0 else lines[offset : offset + head_limit]
+    if not shown:
+        return ToolOutput(f"No results at offset={offset}: there are only {total} entries. Use a smaller offset.", summary="past the end")
+    body = "\n".join(shown)
+    header = ""
+    if mode == "files_with_matches":
+        header = f"Found {total} file{'s' if total != 1 else ''}\n"
+        summary = f"{total} files"
+    elif mode == "count":
+        n = sum(int(line.rsplit(":", 1)[1]) for line in lines if line.rsplit(":", 1)[-1].isdigit())
+        body += f"\n\nFound {n} total occurrence{'s' if n != 1 else ''} across {total} file{'s' if total != 1 else ''}."
+        summary = f"{n} matches"
+    else:
+        summary = f"{total} lines"
+    end = offset + len(shown)
+    if offset > 0 or end < total:
+        more = f" More: use offset={end}" + (" (or head_limit=0 for all)." if end < total else ".") if end < total else ""
+        body += f"\n\n[Showing entries {offset + 1}-{end} of {total}.{more}]"
+    return ToolOutput(header + body + note, summary=summary)
 
 
 def _newest_first(cwd: Path, paths: list[str]) -> list[str]:

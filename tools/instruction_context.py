@@ -1,6 +1,6 @@
 """Instruction files announced when the model touches a file: a sub-directory's CLAUDE.md, a path rule.
 
-The session's `InstructionTracker` (in `SessionState.extras["instructions"]`, set by the front end) says
+The session's `InstructionTracker` (in `SessionState.instructions`, set by the front end) says
 which files join; each becomes a meta user message after the tool results, worded as Claude Code words it.
 """
 
@@ -9,18 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from services.instructions import TOUCHING_TOOLS, InstructionTracker, nested_reminder
+from services.instructions import TOUCHING_TOOLS, nested_reminder
 from services.messages import Message, user_message
 from services.trace import trace
 from tools.base import ToolContext
 
-EXTRAS_KEY = "instructions"
-
 
 def instruction_reminders(ctx: ToolContext, use: Mapping[str, Any], block: Mapping[str, Any]) -> list[Message]:
     """The reminders a successful Read/Edit/Write of a file brings in (usually none)."""
-    tracker = ctx.session.extras.get(EXTRAS_KEY)
-    if not isinstance(tracker, InstructionTracker) or use.get("name") not in TOUCHING_TOOLS:
+    tracker = ctx.session.instructions
+    if tracker is None or use.get("name") not in TOUCHING_TOOLS:
         return []
     path = (use.get("input") or {}).get("file_path")
     if not isinstance(path, str) or not path or block.get("is_error"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from pathlib import Path
 from typing import Any
 
 from tools import read_state
@@ -83,22 +84,8 @@ class NotebookEditTool(Tool):
             raise ToolError(tool_use_error(refusal))
         if mode == "insert" and cell_type is None:
             raise ToolError(tool_use_error("Cell type is required when using edit_mode=insert."))
-        try:
-            nb = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise ToolError(tool_use_error(f"Notebook is not valid JSON: {exc}")) from None
-        cells = nb.get("cells") if isinstance(nb, dict) else None
-        if not isinstance(cells, list):
-            raise ToolError(tool_use_error("Notebook has no cells list; it is not a Jupyter notebook."))
-
-        index: int | None = None
-        if cell_id is not None:
-            index = _find(cells, cell_id)
-            if index is None:
-                raise ToolError(tool_use_error(f'Cell with ID "{cell_id}" not found in notebook.'))
-        elif mode != "insert":
-            raise ToolError(tool_use_error("cell_id is required to replace or delete a cell."))
-
+        nb, cells = _load_cells(path)
+        index = _cell_index(cells, cell_id, mode)
         if mode == "delete":
             assert index is not None
             cells.pop(index)
@@ -111,16 +98,7 @@ class NotebookEditTool(Tool):
             message = f"Inserted cell {cell.get('id', f'cell-{at}')} with {source}"
         else:
             assert index is not None
-            cell = cells[index]
-            cell["source"] = source
-            if cell_type and cell_type != cell.get("cell_type"):
-                cell["cell_type"] = cell_type
-            if cell.get("cell_type") == "code":
-                cell["execution_count"] = None
-                cell["outputs"] = []
-            else:
-                cell.pop("outputs", None)
-                cell.pop("execution_count", None)
+            _replace_cell(cells[index], source, cell_type)
             message = f"Updated cell {cell_id} with {source}"
         try:
             atomic_write(path, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -128,3 +106,39 @@ class NotebookEditTool(Tool):
             raise ToolError(f"Cannot write {path}: {exc.strerror or exc}. Check the path and permissions.") from None
         read_state.record(ctx, path, offset=None, limit=None, from_read=False)
         return ToolOutput(message, summary=mode)
+
+
+def _load_cells(path: Path) -> tuple[dict[str, Any], list[Any]]:
+    """The notebook and its (mutable) cells list."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ToolError(tool_use_error(f"Notebook is not valid JSON: {exc}")) from None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise ToolError(tool_use_error("Notebook has no cells list; it is not a Jupyter notebook."))
+    return nb, cells
+
+
+def _cell_index(cells: list[Any], cell_id: str | None, mode: str) -> int | None:
+    """The index of `cell_id`; None only for an insert at the top."""
+    if cell_id is None:
+        if mode != "insert":
+            raise ToolError(tool_use_error("cell_id is required to replace or delete a cell."))
+        return None
+    index = _find(cells, cell_id)
+    if index is None:
+        raise ToolError(tool_use_error(f'Cell with ID "{cell_id}" not found in notebook.'))
+    return index
+
+
+def _replace_cell(cell: dict[str, Any], source: str, cell_type: str | None) -> None:
+    cell["source"] = source
+    if cell_type and cell_type != cell.get("cell_type"):
+        cell["cell_type"] = cell_type
+    if cell.get("cell_type") == "code":
+        cell["execution_count"] = None
+        cell["outputs"] = []
+    else:
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,24 @@ def _partition(uses: list[ToolUseBlock], tools: dict[str, Tool]) -> list[list[To
     return groups
 
 
+@dataclass
+class _Batch:
+    """What one `ToolRunner.run` has gathered so far."""
+
+    # Keyed by the call itself, not its id: two calls with one id each keep their own result.
+    results: dict[int, ToolResultBlock] = field(default_factory=dict)
+    new_messages: list[Message] = field(default_factory=list)
+    end_turn: bool = False
+    aborted: bool = False
+
+
+def _end_event(tid: str, name: str, output: ToolOutput, duration: float) -> ToolEndEvent:
+    err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
+    text = output.content if isinstance(output.content, str) else ""
+    return ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
+                        preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0)
+
+
 class ToolRunner:
     def __init__(
         self,
@@ -134,58 +152,17 @@ class ToolRunner:
         """Returns (result block, output, end_turn)."""
         name, tid = use["name"], use["id"]
         raw_input = use.get("input")
-        tool = self.tools.get(name)
         started = time.monotonic()
         limit_error = input_limit_error(name, raw_input)
         shown_input = raw_input if isinstance(raw_input, dict) and limit_error is None else {}
         checkpoints = checkpoint_store(self.ctx.session)
         if checkpoints is not None:  # the file as it is before anything of this call runs
             checkpoints.before_write(name, shown_input, Path(self.ctx.cwd))
-        diff = None
-        if name in DIFFED_TOOLS:
-            try:
-                diff = diff_lines(name, shown_input, self.ctx.cwd)
-            except Exception:
-                diff = None
-        await events.put(ToolStartEvent(tid, name, shown_input, diff))
+        await events.put(ToolStartEvent(tid, name, shown_input, self._diff(name, shown_input)))
         trace("tool.start", name=name, id=tid)
         end_turn = False
-        output: ToolOutput | None = None
         try:
-            if tool is None:
-                raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
-            if isinstance(raw_input, dict) and limit_error is None:
-                raw_input = tool.normalize_input(raw_input)
-            error = limit_error or validate_input(tool, raw_input)
-            if error:
-                raise ToolError(tool_use_error(error))
-            assert isinstance(raw_input, dict)
-            verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
-            if verdict.allowed and verdict.updated_input is not None:
-                error = validate_input(tool, verdict.updated_input)  # the host's input is checked too
-                if error:
-                    raise ToolError(error)
-                raw_input = verdict.updated_input
-            if not verdict.allowed:
-                end_turn = verdict.end_turn
-                output = ToolOutput(verdict.message, is_error=True, summary="denied")
-            else:
-                decision = await self.hooks.pre_tool_use(name, raw_input, tid)
-                if decision is not None and decision.action == "deny":
-                    output = ToolOutput(
-                        f"PreToolUse hook denied this tool call: {decision.reason or 'no reason given'}",
-                        is_error=True,
-                        summary="denied by hook",
-                    )
-                else:
-                    if checkpoints is not None and name == BASH_TOOL:
-                        # A shell can change any file: snapshot the tree once per turn, as late as possible
-                        # (allowed, not denied by a hook), right before it runs; background runs too.
-                        await checkpoints.before_bash(Path(self.ctx.cwd))
-                    output = await tool.call(raw_input, self.ctx.for_call(tid))
-                    if not isinstance(output, ToolOutput):
-                        output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
-                    await self.hooks.post_tool_use(name, raw_input, tid, output.content, output.is_error)
+            output, end_turn = await self._execute(use, limit_error, checkpoints)
         except asyncio.CancelledError:
             raise
         except ToolError as exc:
@@ -193,21 +170,65 @@ class ToolRunner:
         except Exception as exc:  # a failing tool never escapes the loop
             output = ToolOutput(f"{name} failed: {type(exc).__name__}: {exc}", is_error=True)
         block = tool_result_block(tid, _content_of(output), is_error=output.is_error)
-        duration = time.monotonic() - started
-        err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
-        text = output.content if isinstance(output.content, str) else ""
-        await events.put(ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
-                                      preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0))
+        await events.put(_end_event(tid, name, output, time.monotonic() - started))
         trace("tool.end", name=name, id=tid, ok=not output.is_error)
         return block, output, end_turn
 
+    def _diff(self, name: str, shown_input: Any) -> Any:
+        if name not in DIFFED_TOOLS:
+            return None
+        try:
+            return diff_lines(name, shown_input, self.ctx.cwd)
+        except Exception:  # a preview never stops the call
+            return None
+
+    def _checked_input(self, tool: Tool | None, name: str, raw_input: Any, limit_error: str | None) -> dict[str, Any]:
+        """The call's input, normalised and validated; a ToolError the model can act on otherwise."""
+        if tool is None:
+            raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
+        if isinstance(raw_input, dict) and limit_error is None:
+            raw_input = tool.normalize_input(raw_input)
+        error = limit_error or validate_input(tool, raw_input)
+        if error:
+            raise ToolError(tool_use_error(error))
+        assert isinstance(raw_input, dict)
+        return raw_input
+
+    async def _execute(self, use: ToolUseBlock, limit_error: str | None,
+                       checkpoints: Any) -> tuple[ToolOutput, bool]:
+        """Check, authorize, run the hooks and call the tool: (its output, whether the turn must end)."""
+        name, tid = use["name"], use["id"]
+        tool = self.tools.get(name)
+        raw_input = self._checked_input(tool, name, use.get("input"), limit_error)
+        assert tool is not None
+        verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
+        if not verdict.allowed:
+            return ToolOutput(verdict.message, is_error=True, summary="denied"), verdict.end_turn
+        if verdict.updated_input is not None:
+            error = validate_input(tool, verdict.updated_input)  # the host's input is checked too
+            if error:
+                raise ToolError(error)
+            raw_input = verdict.updated_input
+        decision = await self.hooks.pre_tool_use(name, raw_input, tid)
+        if decision is not None and decision.action == "deny":
+            return ToolOutput(
+                f"PreToolUse hook denied this tool call: {decision.reason or 'no reason given'}",
+                is_error=True,
+                summary="denied by hook",
+            ), False
+        if checkpoints is not None and name == BASH_TOOL:
+            # A shell can change any file: snapshot the tree once per turn, as late as possible
+            # (allowed, not denied by a hook), right before it runs; background runs too.
+            await checkpoints.before_bash(Path(self.ctx.cwd))
+        output = await tool.call(raw_input, self.ctx.for_call(tid))
+        if not isinstance(output, ToolOutput):
+            output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
+        await self.hooks.post_tool_use(name, raw_input, tid, output.content, output.is_error)
+        return output, False
+
     async def run(self, uses: list[ToolUseBlock]) -> AsyncIterator[ToolStartEvent | ToolEndEvent | BatchOutcome]:
         """Yields tool start/end events as they happen, then one BatchOutcome."""
-        # Keyed by the call itself, not its id: two calls with one id each keep their own result.
-        results: dict[int, ToolResultBlock] = {}
-        new_messages: list[Message] = []
-        end_turn = False
-        aborted = False
+        batch = _Batch()
         events: asyncio.Queue[Any] = asyncio.Queue()
         sem = asyncio.Semaphore(self.max_parallel)
 
@@ -216,58 +237,64 @@ class ToolRunner:
                 return await self._run_one(use, events)
 
         for group in _partition(uses, self.tools):
-            if end_turn or self.ctx.abort.is_set():
+            if batch.end_turn or self.ctx.abort.is_set():
                 break
             tasks = [asyncio.ensure_future(guarded(u)) for u in group]
-            abort_wait = asyncio.ensure_future(self.ctx.abort.wait())
-            pending = set(tasks)
-            try:
-                while pending:
-                    getter = asyncio.ensure_future(events.get())
-                    done, _ = await asyncio.wait(
-                        pending | {getter, abort_wait}, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    if getter in done:
-                        yield getter.result()
-                    else:
-                        getter.cancel()
-                    pending -= done
-                    if abort_wait in done:
-                        aborted = True
-                        for t in pending:
-                            t.cancel()
-                        await asyncio.gather(*pending, return_exceptions=True)
-                        pending = set()
-            finally:
-                abort_wait.cancel()
-                for t in tasks:
-                    if not t.done():
-                        t.cancel()
+            async for event in self._wait_group(tasks, events, batch):
+                yield event
             while not events.empty():
                 yield events.get_nowait()
-            for use, task in zip(group, tasks, strict=True):
-                if task.cancelled() or task.exception() is not None:
-                    if task.done() and not task.cancelled() and task.exception() is not None:
-                        exc = task.exception()
-                        results[id(use)] = tool_result_block(
-                            use["id"], f"{use['name']} failed: {exc}", is_error=True
-                        )
-                    else:
-                        results[id(use)] = tool_result_block(
-                            use["id"], INTERRUPTED_TOOL_RESULT_MESSAGE, is_error=True
-                        )
-                        yield ToolEndEvent(use["id"], use["name"], False, "interrupted", 0.0, "Interrupted")
-                    continue
-                block, output, deny_end = task.result()
-                results[id(use)] = block
-                if output is not None:
-                    new_messages.extend(output.new_messages)
-                    new_messages.extend(instruction_reminders(self.ctx, use, block))
-                end_turn = end_turn or deny_end
-            if aborted:
+            for end in self._collect(group, tasks, batch):
+                yield end
+            if batch.aborted:
                 break
         ordered = [
-            results.get(id(u)) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
+            batch.results.get(id(u)) or tool_result_block(u["id"], SKIPPED_TOOL_RESULT_MESSAGE, is_error=True)
             for u in uses
         ]
-        yield BatchOutcome(ordered, new_messages, end_turn=end_turn or aborted, aborted=aborted)
+        yield BatchOutcome(ordered, batch.new_messages, end_turn=batch.end_turn or batch.aborted, aborted=batch.aborted)
+
+    async def _wait_group(self, tasks: Sequence[asyncio.Future[Any]], events: asyncio.Queue[Any],
+                          batch: _Batch) -> AsyncIterator[Any]:
+        """Yields the group's events as they come until its calls end; an abort cancels the rest."""
+        abort_wait = asyncio.ensure_future(self.ctx.abort.wait())
+        pending: set[asyncio.Future[Any]] = set(tasks)
+        try:
+            while pending:
+                getter = asyncio.ensure_future(events.get())
+                done, _ = await asyncio.wait(pending | {getter, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                else:
+                    getter.cancel()
+                pending -= done
+                if abort_wait in done:
+                    batch.aborted = True
+                    for t in pending:
+                        t.cancel()
+                    await asyncio.gather(*pending, return_exceptions=True)
+                    pending = set()
+        finally:
+            abort_wait.cancel()
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+
+    def _collect(self, group: list[ToolUseBlock], tasks: Sequence[asyncio.Future[Any]],
+                 batch: _Batch) -> Iterator[ToolEndEvent]:
+        """Each call's result into the batch; an interrupted call gets its result and end event here."""
+        for use, task in zip(group, tasks, strict=True):
+            if not task.cancelled() and task.exception() is not None:
+                batch.results[id(use)] = tool_result_block(
+                    use["id"], f"{use['name']} failed: {task.exception()}", is_error=True)
+                continue
+            if task.cancelled():
+                batch.results[id(use)] = tool_result_block(use["id"], INTERRUPTED_TOOL_RESULT_MESSAGE, is_error=True)
+                yield ToolEndEvent(use["id"], use["name"], False, "interrupted", 0.0, "Interrupted")
+                continue
+            block, output, deny_end = task.result()
+            batch.results[id(use)] = block
+            if output is not None:
+                batch.new_messages.extend(output.new_messages)
+                batch.new_messages.extend(instruction_reminders(self.ctx, use, block))
+            batch.end_turn = batch.end_turn or deny_end

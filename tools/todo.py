@@ -1,9 +1,9 @@
 """TodoWrite: the session's plan, a short list of steps with a status each.
 
 The model sends the whole list every time (it replaces the previous one). At most one item is in
-progress. The plan lives in `ctx.session.extras["todos"]`; every accepted update is also written to
+progress. The plan lives in `ctx.session.todos`; every accepted update is also written to
 the transcript as a `{"type": "todos"}` record when the engine offers a recorder
-(`extras["record"]`), and `latest_todos()` recovers it on resume (from that record, or else from the
+(`SessionState.record`), and `latest_todos()` recovers it on resume (from that record, or else from the
 last successful TodoWrite call in the history). It touches no file, so it is read-only (never asks),
 but not concurrency-safe: two updates in one message apply in order.
 """
@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.messages import Message, tool_results, tool_uses
-from tools.base import Tool, ToolContext, ToolError, ToolOutput
+from tools.base import TodoItem, Tool, ToolContext, ToolError, ToolOutput
 
-EXTRAS_KEY = "todos"
 RECORD_TYPE = "todos"
 STATUSES = ("pending", "in_progress", "completed")
 MAX_TODOS = 100
@@ -36,11 +35,11 @@ Rules:
 - Remove steps that are no longer relevant instead of leaving them pending."""
 
 
-def _clean(todos: Any) -> list[dict[str, str]]:
+def _clean(todos: Any) -> list[TodoItem]:
     """The list as stored, or ToolError with what is wrong (beyond the schema: one in progress)."""
     if not isinstance(todos, list):
         raise ToolError("todos must be a list of {content, status, activeForm?} objects.")
-    out: list[dict[str, str]] = []
+    out: list[TodoItem] = []
     for i, item in enumerate(todos):
         if not isinstance(item, dict):
             raise ToolError(f"todos[{i}] must be an object with content and status.")
@@ -50,7 +49,7 @@ def _clean(todos: Any) -> list[dict[str, str]]:
             raise ToolError(f"todos[{i}].content must be a non-empty string.")
         if status not in STATUSES:
             raise ToolError(f"todos[{i}].status must be one of {', '.join(STATUSES)} (got {status!r}).")
-        entry = {"content": content.strip(), "status": status}
+        entry: TodoItem = {"content": content.strip(), "status": status}
         active = item.get("activeForm")
         if isinstance(active, str) and active.strip():
             entry["activeForm"] = active.strip()
@@ -64,11 +63,11 @@ def _clean(todos: Any) -> list[dict[str, str]]:
     return out
 
 
-def counts(todos: list[dict[str, str]]) -> dict[str, int]:
+def counts(todos: list[TodoItem]) -> dict[str, int]:
     return {s: sum(1 for t in todos if t.get("status") == s) for s in STATUSES}
 
 
-def format_todos(todos: list[dict[str, str]]) -> str:
+def format_todos(todos: list[TodoItem]) -> str:
     """The plan as compact lines: `[x] done`, `[>] running (activeForm)`, `[ ] pending`."""
     lines = []
     for t in todos:
@@ -80,7 +79,7 @@ def format_todos(todos: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def summary_line(todos: list[dict[str, str]]) -> str:
+def summary_line(todos: list[TodoItem]) -> str:
     """One phrase for the UI: `2/5 done · Running the tests`."""
     if not todos:
         return "plan cleared"
@@ -92,7 +91,7 @@ def summary_line(todos: list[dict[str, str]]) -> str:
     return line
 
 
-def latest_todos(messages: list[Message], records: list[dict[str, Any]] | None = None) -> list[dict[str, str]] | None:
+def latest_todos(messages: list[Message], records: list[dict[str, Any]] | None = None) -> list[TodoItem] | None:
     """The plan to restore on resume: the last `todos` record, else the input of the last TodoWrite
     call in the history whose result was not an error. None when the session never had a plan."""
     for rec in reversed(records or []):
@@ -162,10 +161,10 @@ class TodoWriteTool(Tool):
 
     async def call(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         todos = _clean(input.get("todos"))
-        previous = ctx.session.extras.get(EXTRAS_KEY)
-        ctx.session.extras[EXTRAS_KEY] = todos
-        record = ctx.session.extras.get("record")
-        if callable(record) and ctx.depth == 0:
+        previous = ctx.session.todos
+        ctx.session.todos = todos
+        record = ctx.session.record
+        if record is not None and ctx.depth == 0:
             record({"type": RECORD_TYPE, "tool_use_id": ctx.tool_use_id, "todos": todos})
         c = counts(todos)
         if not todos:

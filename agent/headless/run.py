@@ -86,8 +86,9 @@ class JsonOut:
 def _model_limits(model: str) -> tuple[int, int]:
     """(context window, max output tokens) from the model catalog."""
     from services import models
+    from services.config import agent_environ
 
-    return models.context_window(model), models.max_output_tokens(model)
+    return models.context_window(model, agent_environ()), models.max_output_tokens(model)
 
 
 @dataclass
@@ -319,13 +320,14 @@ class HeadlessRun:
 def _model_usage(usage: Any, model: str, window: int, max_out: int) -> dict[str, Any]:
     """Claude Code's modelUsage: per model that served a reply, its tokens and its own cost."""
     from services import models
+    from services.config import agent_environ
 
     out: dict[str, Any] = {}
     for name, mu in usage.model_usage().items():
         out[name] = {"inputTokens": mu["inputTokens"], "outputTokens": mu["outputTokens"],
                      "cacheReadInputTokens": mu["cacheReadInputTokens"],
                      "cacheCreationInputTokens": mu["cacheCreationInputTokens"], "webSearchRequests": 0,
-                     "costUSD": mu["costUSD"], "contextWindow": models.context_window(name),
+                     "costUSD": mu["costUSD"], "contextWindow": models.context_window(name, agent_environ()),
                      "maxOutputTokens": models.max_output_tokens(name)}
     if not out and usage.requests:  # usage without a model (an old transcript): the current model's
         out[model] = {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,

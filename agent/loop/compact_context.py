@@ -42,13 +42,13 @@ def build_autocompact_context(
     ctx: ToolContext,
 ) -> AutocompactContext:
     session = ctx.session
-    usage = session.extras.get("usage")
-    todos = session.extras.get("todos")
+    usage = session.usage
+    todos = session.todos
     transcript = str(ctx.session_dir.parent / f"{ctx.session_dir.name}.jsonl") if ctx.session_dir else None
     return AutocompactContext(
         system, model, call_model, compact, state,
         tools=list(tool_specs), replacement_state=replacement_state, env=env, microcompact=microcompact,
-        cwd=session.cwd, read_paths=set(session.read_state), todos=list(todos) if isinstance(todos, list) else None,
+        cwd=session.cwd, read_paths=set(session.read_state), todos=[dict(t) for t in todos] if todos is not None else None,
         transcript_path=transcript,
         add_usage=(lambda u, m: usage.add(u, model=m)) if usage is not None else None,
     )

@@ -43,9 +43,7 @@ from services.session import (
 from services.thinking import ThinkingOptions
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
-from tools.background_tasks import TASKS_KEY
 from tools.base import SessionState, Tool, ToolContext
-from tools.instruction_context import EXTRAS_KEY as INSTRUCTIONS_KEY
 from tools.permissions import PermissionGate
 from tools.todo import latest_todos
 
@@ -97,8 +95,8 @@ class QueryEngine:
         self.state = SessionState(cwd=config.cwd)
         self.usage = Usage()
         # Tools reach the session's usage (sub-agents add theirs) and its transcript (plans, usage records).
-        self.state.extras["usage"] = self.usage
-        self.state.extras["record"] = self.record
+        self.state.usage = self.usage
+        self.state.record = self.record
         self.last_usage: dict[str, int] = {}
         self.last_terminal: Terminal | None = None
         self._abort = asyncio.Event()
@@ -109,7 +107,7 @@ class QueryEngine:
         self.prompt_builder = prompt_builder
         tracker = getattr(prompt_builder, "tracker", None)
         if tracker is not None:  # instruction files that join on first touch: the tools announce them
-            self.state.extras[INSTRUCTIONS_KEY] = tracker
+            self.state.instructions = tracker
             tracker.history = lambda: self.messages
         # Keeps `tools` in step between model calls when MCP servers are configured.
         self.refresh_tools: ToolRefresher | None = refresh_tools
@@ -158,7 +156,7 @@ class QueryEngine:
         self.replacement_state = ContentReplacementState()
         self.autocompact_state: dict[str, Any] = {}
         self.state.read_state.clear()
-        self.state.extras.pop("todos", None)
+        self.state.todos = None
         self._header_written = False
 
     def _write(self, record: dict[str, Any], sync: bool = False) -> None:
@@ -237,7 +235,7 @@ class QueryEngine:
         replay_usage_records(self.usage, loaded.records)
         todos = latest_todos(self.messages, loaded.records)
         if todos is not None:
-            self.state.extras["todos"] = todos
+            self.state.todos = todos
 
     def _copy_for_fork(self, loaded: LoadedSession) -> None:
         """The fork's transcript starts as a byte copy of the whole lines the load read (the original is
@@ -381,7 +379,7 @@ class QueryEngine:
 
     def close(self) -> None:
         """The session ends: background tasks are killed, the transcript is closed."""
-        tasks = self.state.extras.get(TASKS_KEY)
+        tasks = self.state.background_tasks
         if tasks is not None:
             tasks.kill_all()
         self.transcript.close()

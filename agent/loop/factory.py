@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,11 +63,12 @@ def load_boundary(opts: AppOptions) -> list[str]:
     the child-environment policy. Returns the lines to show: warnings, and for an untrusted folder that
     asked for more than restrictions, the one notice line."""
     from services import credentials
-    from services.config import read_dotenv, use_dotenv
+    from services.config import read_dotenv, use_environment
     from services.trust import folder_requests, untrusted_notice
 
     merged = opts.merged = _load_settings(opts, agent_home())
-    use_dotenv(read_dotenv(opts.cwd) if opts.trusted else {})
+    # The edge: the one place the process environment is handed to the configuration.
+    use_environment(os.environ, read_dotenv(opts.cwd) if opts.trusted else {})
     credentials.configure(merged.secret_env, merged.pass_env, merged.env)
     lines = [f"warning: {w}" for w in merged.warnings]
     opts.sandbox = make_sandbox(opts, merged)
@@ -158,7 +160,7 @@ def build_engine(
         custom_commands=found.custom_commands, agent_defs=found.agents,
         notices_at_start=[*found.skill_notices, *found.command_notices, *found.agent_notices],
     )
-    found.prompt.tracker.nested_limit = nested_limit(context_window(settings.model))
+    found.prompt.tracker.nested_limit = nested_limit(context_window(settings.model, agent_environ()))
     for notice in found.prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))

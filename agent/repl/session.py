@@ -66,7 +66,7 @@ from agent.slash.router import CommandContext, CommandRouter, default_router
 from agent.slash.skills import register_custom_commands, register_skill_commands
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
-from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
+from tools.checkpoints import CheckpointStore
 
 __all__ = ["Repl", "ReplCompleter", "history_path", "run_repl"]
 
@@ -141,7 +141,7 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
         self.ctx.extras["repl"] = self
         # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
         self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
-        self.engine.state.extras[CHECKPOINTS_KEY] = self.checkpoints
+        self.engine.state.checkpoints = self.checkpoints
         self.router.register("rewind", self.cmd_rewind, "restore the conversation and/or code to an earlier prompt")
         self.next_default = ""  # text put back in the input box (a rewound prompt)
         self.pending_images = PendingImages()  # `[Image #N]` in the input -> the pasted image

@@ -78,7 +78,7 @@ class TurnsPart(ReplParts):
                     self.refresh_status_line()
                 if isinstance(ev, ToolEndEvent) and ev.name == "TodoWrite" and ev.ok:
                     # The plan changed: show it compactly.
-                    self.say(format_todos(self.engine.state.extras.get("todos") or []), "dim")
+                    self.say(format_todos(self.engine.state.todos or []), "dim")
         finally:
             self.renderer.close()
 

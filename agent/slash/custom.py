@@ -130,10 +130,11 @@ def command_model(engine: Any, model: str) -> Iterator[None]:
     if not model:
         yield
         return
+    from services.config import agent_environ
     from services.models import resolve_model
 
     before = engine.config.model
-    engine.config.model = resolve_model(model)
+    engine.config.model = resolve_model(model, agent_environ())
     try:
         yield
     finally:

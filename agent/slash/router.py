@@ -509,7 +509,7 @@ async def cmd_bashes(ctx: CommandContext, args: str) -> CommandResult:
 def cmd_todos(ctx: CommandContext, args: str) -> None:
     from tools.todo import format_todos
 
-    todos = ctx.engine.state.extras.get("todos") or []
+    todos = ctx.engine.state.todos or []
     ctx.say(format_todos(todos) if todos else "No plan in this session yet.", "" if todos else "dim")
 
 

@@ -14,6 +14,7 @@ Only changed messages and blocks are copied: unchanged blocks stay the same obje
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,47 @@ def _note_names(m: Message, names: dict[str, str]) -> None:
                 names[b["id"]] = b["name"]  # type: ignore[typeddict-item]
 
 
+@dataclass
+class _BlockBudget:
+    """One tool_result's share of stage 1: its size before and as sent, its replacement, or a fresh candidate."""
+
+    before: int = 0
+    sent: int = 0
+    replaced: Any = None
+    fresh: _Fresh | None = None
+
+
+def _budget_block(
+    bi: int, b: Any, names: dict[str, str], state: ContentReplacementState, opts: CompactOptions,
+    env: PipelineEnv, counts: dict[str, int],
+) -> _BlockBudget:
+    tid = b["tool_use_id"]
+    c = b["content"]
+    rep = state.replacements.get(tid)
+    if rep is not None:
+        counts["reapplied"] += 1
+        replaced = {**b, "content": rep} if c is not rep and c != rep else None
+        return _BlockBudget(text_units(c if isinstance(c, str) else result_text(c)), text_units(rep), replaced)
+    if is_blank_content(c):
+        marker = empty_marker(names.get(tid, "Tool"))
+        return _BlockBudget(0, len(marker), {**b, "content": marker})  # ASCII
+    if not isinstance(c, str) and has_image(c):  # image-bearing results are never spilled; measured by their text
+        size = text_units(result_text(c))
+        return _BlockBudget(size, size)
+    text = c if isinstance(c, str) else result_text(c)
+    size = text_units(text)
+    if tid in state.seen:
+        counts["frozen"] += 1
+        return _BlockBudget(size, size)
+    if is_persisted(text):
+        return _BlockBudget(size, size)
+    name = names.get(tid, "")
+    # A self-bounded tool (Read) is never spilled for its own size, but it is a candidate for the
+    # per-message budget: a parallel batch of big Reads the model has not seen cannot be cleared
+    # (seen before cleared), so spilling is the only way that turn fits.
+    return _BlockBudget(size, size, fresh=_Fresh(bi, tid, name, text, result_threshold(name, opts, env)))
+
+
 def _budget_message(
     m: Message,
     names: dict[str, str],
@@ -149,7 +191,6 @@ def _budget_message(
     content = m.get("content")
     if not isinstance(content, list):
         return m, 0
-    replacements, seen = state.replacements, state.seen
     new_blocks: dict[int, Any] = {}
     fresh: list[_Fresh] = []
     total = 0  # what this message sends, as decided so far (fresh at full size)
@@ -157,45 +198,13 @@ def _budget_message(
     for bi, b in enumerate(content):
         if b.get("type") != "tool_result":
             continue
-        tid = b["tool_use_id"]  # type: ignore[typeddict-item]
-        c = b["content"]  # type: ignore[typeddict-item]
-        rep = replacements.get(tid)
-        if rep is not None:
-            size = text_units(c if isinstance(c, str) else result_text(c))
-            before += size
-            if c is not rep and c != rep:
-                new_blocks[bi] = {**b, "content": rep}
-            counts["reapplied"] += 1
-            total += text_units(rep)
-            continue
-        if is_blank_content(c):
-            marker = empty_marker(names.get(tid, "Tool"))
-            new_blocks[bi] = {**b, "content": marker}
-            total += len(marker)  # ASCII
-            continue
-        if isinstance(c, str):
-            text = c
-        elif has_image(c):  # image-bearing results are never spilled; measured by their text
-            size = text_units(result_text(c))
-            before += size
-            total += size
-            continue
-        else:
-            text = result_text(c)
-        size = text_units(text)
-        before += size
-        total += size
-        if tid in seen:
-            counts["frozen"] += 1
-            continue
-        if is_persisted(text):
-            continue
-        name = names.get(tid, "")
-        limit = result_threshold(name, opts, env)
-        # A self-bounded tool (Read) is never spilled for its own size, but it is a candidate for the
-        # per-message budget: a parallel batch of big Reads the model has not seen cannot be cleared
-        # (seen before cleared), so spilling is the only way that turn fits.
-        fresh.append(_Fresh(bi, tid, name, text, limit))
+        block = _budget_block(bi, b, names, state, opts, env, counts)
+        before += block.before
+        total += block.sent
+        if block.replaced is not None:
+            new_blocks[bi] = block.replaced
+        if block.fresh is not None:
+            fresh.append(block.fresh)
     counts["total_before"] += before
 
     if fresh and env.spill_dir is not None:

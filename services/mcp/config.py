@@ -17,13 +17,13 @@ that names the file and the problem; only what is bad is skipped.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.config import agent_environ
 from services.credentials import is_secret, secret_references
 
 PROJECT_CONFIG = ".mcp.json"
@@ -219,7 +219,7 @@ def load_config(
     folder's `.mcp.json` is skipped (the caller's one notice line says so). Variables expand from the real
     environment only, never from a project's .env."""
     use_home = environ is None or "AGENT_HOME" in environ or home is not None
-    environ = os.environ if environ is None else environ
+    environ = agent_environ() if environ is None else environ
     if home is None and "AGENT_HOME" in environ:
         home = Path(environ["AGENT_HOME"]).expanduser()
     servers: dict[str, ServerConfig] = {}

@@ -132,13 +132,13 @@ def test_dotenv_is_settings_never_environment(tmp_path, monkeypatch):
     values = config.read_dotenv(tmp_path)
     assert values == {"MAX_TURNS": "7"}
     try:
-        config.use_dotenv(values)
+        config.use_environment(os.environ, values)
         assert config.Settings.from_env().max_turns == 7 and "MAX_TURNS" not in os.environ
         assert "MAX_TURNS" not in credentials.child_env()
         monkeypatch.setenv("MAX_TURNS", "9")  # the real environment wins
         assert config.Settings.from_env().max_turns == 9
     finally:
-        config.use_dotenv({})
+        config.use_environment(os.environ, {})
 
 
 def test_child_env_strips_secrets_unless_passed(monkeypatch):

@@ -153,3 +153,13 @@ async def test_glob_tie_across_the_truncation_edge_is_decided_by_path(project: P
         os.utime(f, (stamp, stamp))
     out = await run("Glob", pattern="*.txt")
     assert out.content.split("\n\n")[0].splitlines() == [f"t{i:03d}.txt" for i in range(100)]
+
+
+async def test_files_with_matches_under_a_path_keeps_the_header_and_order(project: Path, run) -> None:
+    """A `path` does not change the output mode: the header and newest-first order stay."""
+    _tree(project)
+    (project / "src/b.py").touch()
+    out = await run("Grep", pattern="needle", path="src")
+    lines = out.content.splitlines()
+    assert lines[0] == "Found 2 files"
+    assert lines[1:] == ["src/b.py", "src/a.py"]
