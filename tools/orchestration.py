@@ -28,6 +28,8 @@ from services.messages import (
     tool_result_block,
 )
 from services.trace import trace
+from tools.ask_user_question import DISABLED_RESULT
+from tools.ask_user_question import NAME as ASK_NAME
 from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
 from tools.checkpoints import BASH_TOOL, checkpoint_store
 from tools.diff_preview import diff_lines
@@ -153,7 +155,8 @@ class ToolRunner:
         output: ToolOutput | None = None
         try:
             if tool is None:
-                raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
+                raise ToolError(DISABLED_RESULT if name == ASK_NAME
+                                else tool_use_error(f"Error: No such tool available: {name}"))
             if isinstance(raw_input, dict) and limit_error is None:
                 raw_input = tool.normalize_input(raw_input)
             error = limit_error or validate_input(tool, raw_input)

@@ -50,6 +50,7 @@ from agent.repl.image_input import (
 from agent.repl.keys import repl_key_bindings
 from agent.repl.live_area import AppLiveArea
 from agent.repl.permission_menu import ESCAPE_SEQUENCE, menu_lines, rejection, visible
+from agent.repl.question_menu import ask_questions
 from agent.repl.render import Renderer, make_console
 from agent.repl.state import (
     BUSY,
@@ -596,6 +597,9 @@ class Repl:
 
     async def ask(self, request: PermissionRequest) -> Answer | PermissionResult:
         """The permission question: Claude Code's numbered menu (Enter = Yes)."""
+        if request.tool.name == "AskUserQuestion":  # the model's own questions: options, not a permission
+            async with self._permission_lock:
+                return await ask_questions(self, request)
         async with self._permission_lock:  # parallel tool calls ask one at a time
             self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
             answer = await self._ask(_Question("menu", request=request)) or "deny"
