@@ -26,6 +26,7 @@ from services.messages import (
     ToolUseBlock,
     clean_text,
     tool_result_block,
+    user_message,
 )
 from services.trace import trace
 from tools.ask_user_question import DISABLED_RESULT
@@ -188,7 +189,7 @@ class ToolRunner:
                     output = await tool.call(raw_input, self.ctx.for_call(tid))
                     if not isinstance(output, ToolOutput):
                         output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
-                    await self.hooks.post_tool_use(name, raw_input, tid, output.content, output.is_error)
+                    await self._after_hooks(name, raw_input, tid, output, started)
         except asyncio.CancelledError:
             raise
         except ToolError as exc:
@@ -203,6 +204,19 @@ class ToolRunner:
                                       preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0))
         trace("tool.end", name=name, id=tid, ok=not output.is_error)
         return block, output, end_turn
+
+    async def _after_hooks(self, name: str, input: dict[str, Any], tid: str, output: ToolOutput,
+                           started: float) -> None:
+        """PostToolUse after a success, PostToolUseFailure after an is_error result (as Claude Code runs
+        them); what they add for the model follows the result."""
+        if output.is_error:
+            error = output.content if isinstance(output.content, str) else json.dumps(output.content, default=str)
+            after = await self.hooks.post_tool_use_failure(name, input, tid, error, False,
+                                                           int((time.monotonic() - started) * 1000))
+        else:
+            after = await self.hooks.post_tool_use(name, input, tid, output.content, False)
+        if after is not None and after.additional_context:
+            output.new_messages.append(user_message(after.additional_context, meta={"hook": "PostToolUse"}))
 
     async def run(self, uses: list[ToolUseBlock]) -> AsyncIterator[ToolStartEvent | ToolEndEvent | BatchOutcome]:
         """Yields tool start/end events as they happen, then one BatchOutcome."""

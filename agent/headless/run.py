@@ -641,6 +641,7 @@ class ControlSession:
                     await self._turn(msg)
                     msg = await self.prompts.get()
             finally:
+                await self.engine.end_session("other")
                 self.engine.close()
                 if mcp is not None:
                     await mcp.close()

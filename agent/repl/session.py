@@ -951,6 +951,7 @@ class Repl:
                     loop.remove_signal_handler(sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
+            await self.engine.end_session("prompt_input_exit")
             self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()

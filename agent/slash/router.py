@@ -185,9 +185,22 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
     )
 
 
-def cmd_clear(ctx: CommandContext, args: str) -> None:
+async def cmd_clear(ctx: CommandContext, args: str) -> None:
+    await ctx.engine.end_session("clear")
     ctx.engine.clear()
     ctx.say(f"Started a new conversation (session {ctx.engine.session_id}).", "dim")
+
+
+def compact_summary(messages: list[Any]) -> str:
+    """The summary a compaction wrote (for PostCompact hooks): the summary message, its fixed header dropped."""
+    from services.compact.cc_texts import SUMMARY_HEADER
+    from services.messages import message_text
+
+    for m in messages:
+        text = message_text(m)
+        if text.startswith(SUMMARY_HEADER):
+            return text[len(SUMMARY_HEADER):].strip()
+    return ""
 
 
 async def cmd_compact(ctx: CommandContext, args: str) -> None:
@@ -200,11 +213,13 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
         pipeline_env(engine.tools, tctx, engine.config.system_prompt, specs), engine.deps.microcompact, tctx,
     )
     before = context_percent(engine)
+    await engine.hooks.pre_compact("manual", args or None)
     try:
         result = await compact_now(list(engine.messages), actx, args or None)
     except Exception as exc:
         ctx.say(f"Compaction failed: {exc}", "red")
         return
+    await engine.hooks.post_compact("manual", compact_summary(result.messages))
     for rec in result.records:
         engine.record(rec)
     engine.compacted(list(result.messages))
