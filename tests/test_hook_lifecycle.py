@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from services.trust import trust
-from tests.fake_anthropic import tool_block
+from tests.compact.test_summary_e2e import _is_summary
+from tests.fake_anthropic import Step, text_block, tool_block
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop",
           "SessionEnd", "PreCompact", "PostCompact")
@@ -143,10 +144,38 @@ def test_repl_compact_clear_and_exit(cli, workdir, fake_anthropic, tmp_path) -> 
     [pre] = _inputs(out, "PreCompact")
     assert pre["trigger"] == "manual" and pre["custom_instructions"] == "keep names"
     [post] = _inputs(out, "PostCompact")
-    assert post["trigger"] == "manual" and "Summary text." in post["compact_summary"]
+    assert post["trigger"] == "manual" and post["compact_summary"] == "Summary text."
     assert [s["source"] for s in _inputs(out, "SessionStart")] == ["startup", "compact"]
     ends = _inputs(out, "SessionEnd")
     assert [e["reason"] for e in ends] == ["clear", "prompt_input_exit"]
     assert ends[0]["session_id"] != ends[1]["session_id"]
     third = fake_anthropic.requests[2]
     assert sum("SessionStart hook additional context: ss-ctx" in t for t in _texts(third)) >= 1
+
+
+def test_autocompact_runs_pre_and_post_compact_with_trigger_auto(cli, workdir, fake_anthropic, tmp_path) -> None:
+    out = tmp_path / "out"
+    _setup(workdir, cli, out)
+    for k in range(3):
+        (workdir / f"big{k}.txt").write_text(f"part {k} " + "lorem ipsum dolor sit amet\n" * 700)
+    for k in range(3):
+        fake_anthropic.reply(f"Reading part {k}.", tool_block("Read", {"file_path": str(workdir / f"big{k}.txt")}))
+    fake_anthropic.text("Read them all.")
+
+    def serve(rec: Any) -> Step | None:  # usage as big as the request; summary requests get the summary
+        tokens = len(rec.raw) // 4
+        if _is_summary(rec):
+            return Step("stream", blocks=[text_block("SUMMARY-MARK of the work so far.")],
+                        usage={"input_tokens": tokens})
+        if fake_anthropic.steps:
+            fake_anthropic.steps[0].usage = {"input_tokens": tokens}
+        return None
+
+    fake_anthropic.before = serve
+    r = cli("-p", "read the parts", "--permission-mode", "bypassPermissions", CONTEXT_WINDOW_TOKENS="12000", AUTOCOMPACT_PERCENT="40")
+    assert r.code == 0, r.stderr[-2000:]
+    pre = _inputs(out, "PreCompact")
+    assert pre and pre[0]["trigger"] == "auto" and pre[0]["custom_instructions"] is None
+    post = _inputs(out, "PostCompact")
+    assert post and post[0]["trigger"] == "auto"
+    assert post[0]["compact_summary"] == "SUMMARY-MARK of the work so far."  # the summary, as Claude Code sends it

@@ -14,7 +14,13 @@ from typing import Any
 
 from agent.loop.compact_context import build_autocompact_context, pipeline_env
 from agent.loop.deps import QueryDeps
-from services.compact.autocompact import AutocompactContext, AutocompactResult, compact_now
+from services.compact.autocompact import (
+    AutocompactContext,
+    AutocompactResult,
+    compact_now,
+    should_autocompact,
+    summary_of,
+)
 from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions
 from services.compact.pipeline import run_outbound_pipeline, sent_whole_ids
@@ -243,10 +249,15 @@ class _Loop:
         if not (params.compact.enabled and params.compact.autocompact):
             return
         actx = _autocompact_context(params, self.deps, self.tool_specs, self.env)
+        auto = should_autocompact(self.messages, actx)
+        if auto:  # Claude Code's PreCompact/PostCompact hooks, trigger "auto"
+            await params.hooks.pre_compact("auto", None)
         compacted = await self.deps.autocompact(self.messages, actx)
         if compacted is not None:
             for ev in self._replace_history(compacted):
                 yield ev
+            if auto and getattr(compacted, "replaced", True):
+                await params.hooks.post_compact("auto", summary_of(compacted.messages))
 
     def _replace_history(self, compacted: AutocompactResult) -> list[Event]:
         if getattr(compacted, "replaced", True):  # a failed summary keeps the history (retain may cut)

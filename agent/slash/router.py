@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.loop.compact_context import build_autocompact_context, pipeline_env, tool_specs_for
-from services.compact.autocompact import compact_now
+from services.compact.autocompact import compact_now, summary_of
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
 from services.models import (
@@ -191,18 +191,6 @@ async def cmd_clear(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Started a new conversation (session {ctx.engine.session_id}).", "dim")
 
 
-def compact_summary(messages: list[Any]) -> str:
-    """The summary a compaction wrote (for PostCompact hooks): the summary message, its fixed header dropped."""
-    from services.compact.cc_texts import SUMMARY_HEADER
-    from services.messages import message_text
-
-    for m in messages:
-        text = message_text(m)
-        if text.startswith(SUMMARY_HEADER):
-            return text[len(SUMMARY_HEADER):].strip()
-    return ""
-
-
 async def cmd_compact(ctx: CommandContext, args: str) -> None:
     engine = ctx.engine
     tctx = engine.tool_context()
@@ -219,7 +207,7 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
     except Exception as exc:
         ctx.say(f"Compaction failed: {exc}", "red")
         return
-    await engine.hooks.post_compact("manual", compact_summary(result.messages))
+    await engine.hooks.post_compact("manual", summary_of(result.messages))
     for rec in result.records:
         engine.record(rec)
     engine.compacted(list(result.messages))
