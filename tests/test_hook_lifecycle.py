@@ -155,7 +155,8 @@ def test_repl_compact_clear_and_exit(cli, workdir, fake_anthropic, tmp_path) -> 
 
 def test_autocompact_runs_pre_and_post_compact_with_trigger_auto(cli, workdir, fake_anthropic, tmp_path) -> None:
     out = tmp_path / "out"
-    _setup(workdir, cli, out)
+    ctx = json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": "after-compact"}})
+    _setup(workdir, cli, out, {"SessionStart": f"echo '{ctx}'"})
     for k in range(3):
         (workdir / f"big{k}.txt").write_text(f"part {k} " + "lorem ipsum dolor sit amet\n" * 700)
     for k in range(3):
@@ -179,3 +180,9 @@ def test_autocompact_runs_pre_and_post_compact_with_trigger_auto(cli, workdir, f
     post = _inputs(out, "PostCompact")
     assert post and post[0]["trigger"] == "auto"
     assert post[0]["compact_summary"] == "SUMMARY-MARK of the work so far."  # the summary, as Claude Code sends it
+    assert [x["source"] for x in _inputs(out, "SessionStart")] == ["startup"] + ["compact"] * len(pre), (len(pre), len(post))
+    after = [r for r in fake_anthropic.requests if not _is_summary(r)][-1]
+    texts = _texts(after)
+    assert "SessionStart hook additional context: after-compact" in texts
+    assert texts.index("SessionStart hook additional context: after-compact") > \
+        next(i for i, t in enumerate(texts) if "SUMMARY-MARK" in t)

@@ -258,6 +258,18 @@ class _Loop:
                 yield ev
             if auto and getattr(compacted, "replaced", True):
                 await params.hooks.post_compact("auto", summary_of(compacted.messages))
+                async for ev in self._session_start_after_compact():
+                    yield ev
+
+    async def _session_start_after_compact(self) -> AsyncIterator[Event]:
+        """SessionStart hooks with source "compact" right after an automatic summary (as Claude Code runs
+        them); what they add follows the summary. (/compact's run at the next prompt: Engine.compacted.)"""
+        started = await self.params.hooks.session_start("compact")
+        if started is not None and started.additional_context:
+            note = user_message(f"SessionStart hook additional context: {started.additional_context}",
+                                meta={"hook": "SessionStart"})
+            self.messages.append(note)
+            yield UserMessageEvent(note)
 
     def _replace_history(self, compacted: AutocompactResult) -> list[Event]:
         if getattr(compacted, "replaced", True):  # a failed summary keeps the history (retain may cut)
