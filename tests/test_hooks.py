@@ -402,7 +402,7 @@ async def test_engine_user_prompt_submit_deny_and_context_and_session_start(proj
     _, terminal = await run(engine, "hello")
     assert terminal.reason == "completed"
     texts = [message_text(m) for m in model.requests[0].messages]
-    assert texts[0].startswith("SessionStart hook context:") and "session context line" in texts[0]
+    assert texts[0].startswith("SessionStart hook additional context: ") and "session context line" in texts[0]
     assert "extra context line" in texts[1] and texts[2] == "hello"
     assert [p["source"] for p in payloads(tmp_path, "ss")] == ["startup"]
     assert {p["session_id"] for p in payloads(tmp_path, "ups")} == {engine.session_id}

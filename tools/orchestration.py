@@ -26,8 +26,11 @@ from services.messages import (
     ToolUseBlock,
     clean_text,
     tool_result_block,
+    user_message,
 )
 from services.trace import trace
+from tools.ask_user_question import DISABLED_RESULT
+from tools.ask_user_question import NAME as ASK_NAME
 from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
 from tools.checkpoints import BASH_TOOL, checkpoint_store
 from tools.diff_preview import diff_lines
@@ -162,7 +165,7 @@ class ToolRunner:
         trace("tool.start", name=name, id=tid)
         end_turn = False
         try:
-            output, end_turn = await self._execute(use, limit_error, checkpoints)
+            output, end_turn = await self._execute(use, limit_error, checkpoints, started)
         except asyncio.CancelledError:
             raise
         except ToolError as exc:
@@ -185,7 +188,8 @@ class ToolRunner:
     def _checked_input(self, tool: Tool | None, name: str, raw_input: Any, limit_error: str | None) -> dict[str, Any]:
         """The call's input, normalised and validated; a ToolError the model can act on otherwise."""
         if tool is None:
-            raise ToolError(tool_use_error(f"Error: No such tool available: {name}"))
+            raise ToolError(DISABLED_RESULT if name == ASK_NAME
+                            else tool_use_error(f"Error: No such tool available: {name}"))
         if isinstance(raw_input, dict) and limit_error is None:
             raw_input = tool.normalize_input(raw_input)
         error = limit_error or validate_input(tool, raw_input)
@@ -195,7 +199,7 @@ class ToolRunner:
         return raw_input
 
     async def _execute(self, use: ToolUseBlock, limit_error: str | None,
-                       checkpoints: Any) -> tuple[ToolOutput, bool]:
+                       checkpoints: Any, started: float) -> tuple[ToolOutput, bool]:
         """Check, authorize, run the hooks and call the tool: (its output, whether the turn must end)."""
         name, tid = use["name"], use["id"]
         tool = self.tools.get(name)
@@ -223,8 +227,21 @@ class ToolRunner:
         output = await tool.call(raw_input, self.ctx.for_call(tid))
         if not isinstance(output, ToolOutput):
             output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
-        await self.hooks.post_tool_use(name, raw_input, tid, output.content, output.is_error)
+        await self._after_hooks(name, raw_input, tid, output, started)
         return output, False
+
+    async def _after_hooks(self, name: str, input: dict[str, Any], tid: str, output: ToolOutput,
+                           started: float) -> None:
+        """PostToolUse after a success, PostToolUseFailure after an is_error result (as Claude Code runs
+        them); what they add for the model follows the result."""
+        if output.is_error:
+            error = output.content if isinstance(output.content, str) else json.dumps(output.content, default=str)
+            after = await self.hooks.post_tool_use_failure(name, input, tid, error, False,
+                                                           int((time.monotonic() - started) * 1000))
+        else:
+            after = await self.hooks.post_tool_use(name, input, tid, output.content, False)
+        if after is not None and after.additional_context:
+            output.new_messages.append(user_message(after.additional_context, meta={"hook": "PostToolUse"}))
 
     async def run(self, uses: list[ToolUseBlock]) -> AsyncIterator[ToolStartEvent | ToolEndEvent | BatchOutcome]:
         """Yields tool start/end events as they happen, then one BatchOutcome."""

@@ -73,6 +73,7 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
         with command_model(engine, model):
             terminal, result = await run.run(text, inject, blocks)
     finally:
+        await engine.end_session("other")  # Claude Code's reason for a -p run
         engine.close()
     if fmt == "json":
         out(result)

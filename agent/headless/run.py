@@ -505,6 +505,8 @@ class ControlSession:
             "blocked_path": None,
             "tool_use_id": tool_use_id,
         }
+        if req.tool.name == "AskUserQuestion":  # as Claude Code 2.1.332 marks it (recorded)
+            body["requires_user_interaction"] = True
         self._state("requires_action")
         try:
             answer = await self.request(body)
@@ -658,6 +660,7 @@ class ControlSession:
                     await self._turn(msg)
                     msg = await self.prompts.get()
             finally:
+                await self.engine.end_session("other")
                 self.engine.close()
                 if mcp is not None:
                     await mcp.close()

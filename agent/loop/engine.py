@@ -41,6 +41,7 @@ from services.session import (
     touch_index,
 )
 from services.thinking import ThinkingOptions
+from services.trace import trace
 from services.usage import Usage
 from tools.agent_tool import replay_usage_records
 from tools.base import SessionState, Tool, ToolContext
@@ -116,6 +117,7 @@ class QueryEngine:
         self.agent_defs: list[Any] = list(agent_defs or [])
         self.notices_at_start: list[str] = list(notices_at_start or [])
         self._session_start_source: str | None = "startup"
+        self._ended = ""  # the session whose SessionEnd hooks ran
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
         self.persist = persist
         self._start_session(session_id or new_session_id())
@@ -193,10 +195,22 @@ class QueryEngine:
         """/compact's summary in place of the history: the summarised reads and the last usage report
         no longer describe what the model sees, except the files re-attached from disk."""
         self.replace_history(messages)
+        self._session_start_source = "compact"  # SessionStart hooks run again, with source "compact"
         attached = {(m.get("meta") or {}).get("path") for m in messages}
         for path in [p for p in self.state.read_state if p not in attached]:
             del self.state.read_state[path]
         self.last_usage = {}
+
+    async def end_session(self, reason: str) -> None:
+        """SessionEnd hooks, once per session (reason "clear", "prompt_input_exit" or "other");
+        a failing hook never stops the session from ending."""
+        if self._ended == self.session_id:
+            return
+        self._ended = self.session_id
+        try:
+            await self.hooks.session_end(reason)
+        except Exception as exc:  # noqa: BLE001 - hooks report their own failures; this is a last resort
+            trace("hooks.session_end", error=f"{type(exc).__name__}: {exc}"[:200])
 
     def clear(self) -> None:
         """A new, empty conversation (a new session); session permission rules are kept."""
@@ -299,7 +313,7 @@ class QueryEngine:
                 source, self._session_start_source = self._session_start_source, None
                 started = await self.hooks.session_start(source)
                 if started is not None and started.additional_context:
-                    note = f"SessionStart hook context:\n{started.additional_context}"
+                    note = f"SessionStart hook additional context: {started.additional_context}"  # Claude Code's label
                     hook_context.append(user_message(note, meta={"hook": "SessionStart"}))
             if text:
                 decision = await self.hooks.user_prompt_submit(text)

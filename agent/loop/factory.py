@@ -193,10 +193,12 @@ def _offered_tools(opts: AppOptions, skills: list[Any], agent_tool: Tool, get_ga
 
     tools = default_tools(include_echo=opts.settings.mock or env_flag("AGENT_ECHO_TOOL", False), agent=agent_tool)
     tools += [SkillTool(skills)] if skills else []
-    if ask is not None:  # someone can approve a plan (REPL, SDK host); Claude Code's -p does not offer it
+    if ask is not None:  # someone can approve a plan or answer (REPL, SDK host); Claude Code's -p offers neither
+        from tools.ask_user_question import AskUserQuestionTool
         from tools.exit_plan_mode import ExitPlanModeTool
 
         tools.append(ExitPlanModeTool(get_gate))
+        tools.append(AskUserQuestionTool(get_gate))
     if opts.tools is not None:  # --tools: only these built-ins (MCP tools are chosen by --mcp-config)
         wanted = set(opts.tools)
         tools = [t for t in tools if t.name in wanted]

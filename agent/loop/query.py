@@ -14,7 +14,13 @@ from typing import Any
 
 from agent.loop.compact_context import build_autocompact_context, pipeline_env
 from agent.loop.deps import QueryDeps
-from services.compact.autocompact import AutocompactContext, AutocompactResult, compact_now
+from services.compact.autocompact import (
+    AutocompactContext,
+    AutocompactResult,
+    compact_now,
+    should_autocompact,
+    summary_of,
+)
 from services.compact.budget import decide_new_results, mark_empty_results
 from services.compact.options import CompactOptions
 from services.compact.pipeline import run_outbound_pipeline, sent_whole_ids
@@ -243,10 +249,27 @@ class _Loop:
         if not (params.compact.enabled and params.compact.autocompact):
             return
         actx = _autocompact_context(params, self.deps, self.tool_specs, self.env)
+        auto = should_autocompact(self.messages, actx)
+        if auto:  # Claude Code's PreCompact/PostCompact hooks, trigger "auto"
+            await params.hooks.pre_compact("auto", None)
         compacted = await self.deps.autocompact(self.messages, actx)
         if compacted is not None:
             for ev in self._replace_history(compacted):
                 yield ev
+            if auto and getattr(compacted, "replaced", True):
+                await params.hooks.post_compact("auto", summary_of(compacted.messages))
+                async for ev in self._session_start_after_compact():
+                    yield ev
+
+    async def _session_start_after_compact(self) -> AsyncIterator[Event]:
+        """SessionStart hooks with source "compact" right after an automatic summary (as Claude Code runs
+        them); what they add follows the summary. (/compact's run at the next prompt: Engine.compacted.)"""
+        started = await self.params.hooks.session_start("compact")
+        if started is not None and started.additional_context:
+            note = user_message(f"SessionStart hook additional context: {started.additional_context}",
+                                meta={"hook": "SessionStart"})
+            self.messages.append(note)
+            yield UserMessageEvent(note)
 
     def _replace_history(self, compacted: AutocompactResult) -> list[Event]:
         if getattr(compacted, "replaced", True):  # a failed summary keeps the history (retain may cut)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from agent.repl.parts import Question, ReplParts
 from agent.repl.permission_menu import rejection, visible
+from agent.repl.question_menu import ask_questions
 from agent.repl.state import AskEnded, AskStarted
 from tools.permissions import Answer, PermissionRequest, PermissionResult
 
@@ -77,6 +78,9 @@ class QuestionsPart(ReplParts):
 
     async def ask(self, request: PermissionRequest) -> Answer | PermissionResult:
         """The permission question: Claude Code's numbered menu (Enter = Yes)."""
+        if request.tool.name == "AskUserQuestion":  # the model's own questions: options, not a permission
+            async with self._permission_lock:
+                return await ask_questions(self, request)
         async with self._permission_lock:  # parallel tool calls ask one at a time
             self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
             answer = await self._ask(Question("menu", request=request)) or "deny"

@@ -283,6 +283,7 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
                     loop.remove_signal_handler(sig)
                 except (NotImplementedError, RuntimeError, ValueError):
                     pass
+            await self.engine.end_session("prompt_input_exit")
             self.engine.close()  # background tasks are killed with the session
             if self.mcp is not None:
                 await self.mcp.close()

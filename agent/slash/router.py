@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.loop.compact_context import build_autocompact_context, pipeline_env, tool_specs_for
-from services.compact.autocompact import compact_now
+from services.compact.autocompact import compact_now, summary_of
 from services.compact.context_usage import context_usage, format_report, usage_tokens
 from services.messages import Message
 from services.models import (
@@ -185,7 +185,8 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
     )
 
 
-def cmd_clear(ctx: CommandContext, args: str) -> None:
+async def cmd_clear(ctx: CommandContext, args: str) -> None:
+    await ctx.engine.end_session("clear")
     ctx.engine.clear()
     ctx.say(f"Started a new conversation (session {ctx.engine.session_id}).", "dim")
 
@@ -200,11 +201,13 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
         pipeline_env(engine.tools, tctx, engine.config.system_prompt, specs), engine.deps.microcompact, tctx,
     )
     before = context_percent(engine)
+    await engine.hooks.pre_compact("manual", args or None)
     try:
         result = await compact_now(list(engine.messages), actx, args or None)
     except Exception as exc:
         ctx.say(f"Compaction failed: {exc}", "red")
         return
+    await engine.hooks.post_compact("manual", summary_of(result.messages))
     for rec in result.records:
         engine.record(rec)
     engine.compacted(list(result.messages))

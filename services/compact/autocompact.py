@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.compact.cc_texts import SUMMARY_HEADER, compact_prompt, summary_message_text
+from services.compact.cc_texts import (
+    CONTINUE_TEXT,
+    SUMMARY_HEADER,
+    TAIL_NOTE,
+    TRANSCRIPT_TEMPLATE,
+    compact_prompt,
+    summary_message_text,
+)
 from services.compact.estimate import estimate_outbound_chars
 from services.compact.options import SUMMARY_PROMPT_TOKENS, UNITS_PER_TOKEN, CompactOptions
 from services.compact.pipeline import Microcompact, run_outbound_pipeline
@@ -355,6 +362,29 @@ async def compact_now(
     ctx.state["consecutive_failures"] = 0
     ctx.state["circuit_open"] = False
     return result
+
+
+def summary_of(messages: list[Message]) -> str:
+    """The summary a compaction wrote (PostCompact hooks get it): the summary message, its fixed header dropped."""
+    for m in messages:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for b in blocks:
+            text = b.get("text") if isinstance(b, dict) else None
+            if isinstance(text, str) and text.startswith(SUMMARY_HEADER):
+                return _summary_body(text[len(SUMMARY_HEADER):])
+    return ""
+
+
+def _summary_body(text: str) -> str:
+    """The summary message's body without the fixed texts around it (summary_message_text's parts)."""
+    if text.startswith("<system-reminder>\n<tools-used-before-summary>"):
+        text = text.split("</system-reminder>\n", 1)[-1]
+    for tail in (TRANSCRIPT_TEMPLATE.split("{path}")[0], CONTINUE_TEXT, TAIL_NOTE):
+        cut = text.find(tail)
+        if cut >= 0:
+            text = text[:cut]
+    return text.strip()
 
 
 def messages_after_boundary(messages: list[Message]) -> list[Message]:

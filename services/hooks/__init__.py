@@ -27,7 +27,7 @@ class HookDecision:
 
 class Hooks:
     async def session_start(self, source: str) -> HookDecision | None:
-        """`source` is "startup", "resume" or "clear"."""
+        """`source` is "startup", "resume", "clear" or "compact"."""
         return None
 
     async def user_prompt_submit(self, prompt: str) -> HookDecision | None:
@@ -38,7 +38,24 @@ class Hooks:
 
     async def post_tool_use(
         self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool
-    ) -> None:
+    ) -> HookDecision | None:
+        """After a call that succeeded: `additional_context` (or a `block` reason) goes to the model."""
+        return None
+
+    async def post_tool_use_failure(self, name: str, input: dict[str, Any], tool_use_id: str, error: str,
+                                    is_interrupt: bool, duration_ms: int) -> HookDecision | None:
+        """After a call that failed (an is_error result), instead of post_tool_use."""
+        return None
+
+    async def pre_compact(self, trigger: str, custom_instructions: str | None) -> None:
+        """Before a compaction: `trigger` is "manual" (/compact) or "auto"."""
+        return None
+
+    async def post_compact(self, trigger: str, compact_summary: str) -> None:
+        return None
+
+    async def session_end(self, reason: str) -> None:
+        """The session ends: "clear", "prompt_input_exit", or "other" (a -p run, an SDK session)."""
         return None
 
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:

@@ -1,4 +1,5 @@
-"""Command hooks: shell commands run at PreToolUse, PostToolUse, Stop, UserPromptSubmit and SessionStart.
+"""Command hooks: shell commands run at PreToolUse, PostToolUse, PostToolUseFailure, Stop, SubagentStop,
+UserPromptSubmit, SessionStart, SessionEnd, PreCompact and PostCompact (inputs recorded from Claude Code 2.1.332).
 
 Configuration (all sources are merged, in this order; see `config_sources`):
 - user: the `"hooks"` key of the user settings files, and `<agent home>/hooks.json`;
@@ -8,7 +9,8 @@ Configuration (all sources are merged, in this order; see `config_sources`):
 An event maps to a list of entries. An entry is either flat, `{matcher, command, timeoutMs?,
 denyOnFailure?}`, or Claude Code's nested form, `{matcher, hooks: [{type: "command", command,
 timeout? (seconds)}]}`. `matcher` is `*`, empty or missing (every tool), an exact tool name, or a
-regular expression such as `Edit|Write`. Invalid entries are dropped; an unreadable or invalid file
+regular expression such as `Edit|Write`; it is matched against the tool name for the tool events, the
+trigger for PreCompact/PostCompact (`manual|auto`), the source for SessionStart and the reason for SessionEnd. Invalid entries are dropped; an unreadable or invalid file
 contributes nothing. The files are parsed once and again only when one of them changes (mtime/size).
 
 Each command runs under `/bin/sh -c` in its own process group, in the project directory, with the
@@ -36,8 +38,11 @@ from services.credentials import child_env
 from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
-EVENTS = ("PreToolUse", "PostToolUse", "Stop", "SubagentStop", "UserPromptSubmit", "SessionStart")
-TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
+          "SessionStart", "SessionEnd", "PreCompact", "PostCompact")
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+# Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
+MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -113,7 +118,7 @@ def _entries(event: str, raw: Any) -> list[HookEntry]:
         matcher = "*"
     if not isinstance(matcher, str):
         return []
-    if event not in TOOL_EVENTS:
+    if event not in MATCHED_EVENTS:
         matcher = "*"
     deny = raw.get("denyOnFailure") is True
     default_timeout = _timeout_ms(raw, DEFAULT_HOOK_TIMEOUT_MS) or DEFAULT_HOOK_TIMEOUT_MS
@@ -481,26 +486,70 @@ class CommandHooks(Hooks):
 
     async def post_tool_use(
         self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool
-    ) -> None:
-        entries = self.entries("PostToolUse", name)
+    ) -> HookDecision | None:
+        # tool_is_error: this agent's field from before PostToolUseFailure existed (always false now).
+        fields = {"tool_name": name, "tool_input": input, "tool_use_id": tool_use_id, "tool_response": result,
+                  "tool_is_error": is_error}
+        return await self._after_tool("PostToolUse", name, fields)
+
+    async def post_tool_use_failure(self, name: str, input: dict[str, Any], tool_use_id: str, error: str,
+                                    is_interrupt: bool, duration_ms: int) -> HookDecision | None:
+        fields = {"tool_name": name, "tool_input": input, "tool_use_id": tool_use_id, "error": error,
+                  "is_interrupt": is_interrupt, "duration_ms": duration_ms}
+        return await self._after_tool("PostToolUseFailure", name, fields)
+
+    async def _after_tool(self, event: str, name: str, fields: dict[str, Any]) -> HookDecision | None:
+        """PostToolUse/PostToolUseFailure: the call already ran; `decision: block` (its reason) and
+        `additionalContext` go to the model after the result, with Claude Code's label."""
+        entries = self.entries(event, name)
         if not entries:
             return None
-        payload = self._payload(
-            "PostToolUse",
-            tool_name=name,
-            tool_input=input,
-            tool_use_id=tool_use_id,
-            tool_response=result,
-            tool_is_error=is_error,
-        )
-        outcomes = await self.run_event(entries, payload)
+        outcomes = await self.run_event(entries, self._payload(event, **fields))
+        notes: list[str] = []
         for out in outcomes:
+            obj = self._control(event, out)
+            if obj.get("decision") == "block":
+                notes.append(_clip(_str(obj.get("reason"))) or f"Blocked by {event} hook")
+            elif out.exit_code == 2:
+                notes.append(_clip(out.stderr) or f"{event} hook exited with code 2")
+            elif out.exit_code != 0:
+                self._failed(f"{event} for {name}", out)
+            if _additional_context(obj):
+                notes.append(_clip(_additional_context(obj)))
+        trace("hooks.post" if event == "PostToolUse" else "hooks.post_failure", tool=name, count=len(outcomes),
+              exit=",".join(str(o.exit_code) for o in outcomes))
+        if not notes:
+            return None
+        return HookDecision("allow", additional_context=f"{event}:{name} hook additional context: " + "\n".join(notes))
+
+    def _control(self, event: str, out: HookOutcome) -> dict[str, Any]:
+        """The hook's JSON control output (its last JSON line); `systemMessage` is shown to the user."""
+        objs = json_lines(out.stdout)
+        obj = objs[0] if objs else {}
+        if _str(obj.get("systemMessage")):
+            self.report(f"[{event} hook] {_clip(_str(obj.get('systemMessage')))}")
+        return obj
+
+    async def _notify(self, event: str, target: str, **fields: Any) -> None:
+        """An event whose output only informs (SessionEnd, PreCompact, PostCompact): failures are reported."""
+        entries = self.entries(event, target)
+        if not entries:
+            return
+        outcomes = await self.run_event(entries, self._payload(event, **fields))
+        for out in outcomes:
+            self._control(event, out)
             if out.exit_code != 0:
-                self._failed(f"PostToolUse for {name}", out)
-            elif out.stderr.strip():
-                self.report(f"[hooks] PostToolUse {name}: {_clip(out.stderr)}")
-        trace("hooks.post", tool=name, count=len(outcomes), exit=",".join(str(o.exit_code) for o in outcomes))
-        return None
+                self._failed(event, out)
+        trace("hooks.notify", event=event, count=len(outcomes), exit=",".join(str(o.exit_code) for o in outcomes))
+
+    async def pre_compact(self, trigger: str, custom_instructions: str | None) -> None:
+        await self._notify("PreCompact", trigger, trigger=trigger, custom_instructions=custom_instructions)
+
+    async def post_compact(self, trigger: str, compact_summary: str) -> None:
+        await self._notify("PostCompact", trigger, trigger=trigger, compact_summary=compact_summary)
+
+    async def session_end(self, reason: str) -> None:
+        await self._notify("SessionEnd", reason, reason=reason)
 
     async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "", event: str = "Stop",
                        extra: dict[str, Any] | None = None) -> StopResult:
@@ -515,8 +564,7 @@ class CommandHooks(Hooks):
         result = StopResult(count=len(outcomes), outcomes=outcomes)
         feedback: list[str] = []
         for out in outcomes:
-            objs = json_lines(out.stdout)
-            obj = objs[0] if objs else {}
+            obj = self._control(event, out)
             if obj.get("continue") is False:
                 result.prevent_continuation = True
                 if result.stop_reason is None and _str(obj.get("stopReason")):
@@ -555,15 +603,14 @@ class CommandHooks(Hooks):
         self, event: str, **fields: Any
     ) -> tuple[list[HookOutcome], str | None, list[str]]:
         """Run a prompt/session event: (outcomes, deny reason or None, additional context parts)."""
-        entries = self.entries(event)
+        entries = self.entries(event, fields.get("source") if event == "SessionStart" else None)
         if not entries:
             return [], None, []
         outcomes = await self.run_event(entries, self._payload(event, **fields))
         deny: str | None = None
         context: list[str] = []
         for out in outcomes:
-            objs = json_lines(out.stdout)
-            obj = objs[0] if objs else {}
+            obj = self._control(event, out)
             reason: str | None = None
             if obj.get("continue") is False:
                 reason = _str(obj.get("stopReason")) or f"stopped by {event} hook"
