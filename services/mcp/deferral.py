@@ -139,7 +139,7 @@ def announcement(names: Sequence[str]) -> Message:
     return user_message(text, meta={META_KEY: list(names)})
 
 
-def loaded_names(messages: Sequence[dict[str, Any]]) -> list[str]:
+def loaded_names(messages: Sequence[Message] | Sequence[dict[str, Any]]) -> list[str]:
     """Tools the model loaded: every `tool_reference` in a tool_result, first appearance first."""
     seen: dict[str, None] = {}
     for m in messages:

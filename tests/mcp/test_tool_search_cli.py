@@ -93,3 +93,101 @@ def test_deferred_tools_load_by_select_and_keywords_and_are_called(
     # Loads never rewrite what an earlier request's cache holds.
     for a, b in zip(reqs, reqs[1:], strict=False):
         assert rendered(b).startswith(rendered(a))
+
+
+def first_request_tools(cli: CliRunner, fake: FakeAnthropic, cfg: str, **env: str) -> tuple[list[str], Recorded, Any]:
+    fake.text("Done.")
+    result = cli("-p", "Do the task.", "--output-format", "json", "--mcp-config", cfg, timeout=120,
+                 MCP_CONNECT_TIMEOUT_MS="60000", MCP_STARTUP_WAIT_MS="60000", **env)
+    assert result.code == 0, result.stderr
+    req = fake.requests[-1]
+    return names(req), req, result
+
+
+def test_modes_decide_what_is_deferred(cli: CliRunner, fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
+    many, three = config(tmp_path, 120), config(tmp_path, 3, name="few")
+    # The default (auto, 10% of the window): 120 small tools fit whole; so do three.
+    for cfg, count in ((many, 120), (three, 3)):
+        tools, req, _ = first_request_tools(cli, fake_anthropic, cfg)
+        assert sum(n.startswith("mcp__") for n in tools) == count and "ToolSearch" not in tools
+        assert not announcements(req) and FIXTURE["beta"] not in req.headers.get("anthropic-beta", "")
+    # Three small tools stay whole under auto:1 too (deferring them would cost more than it saves: Claude
+    # Code defers them); 120 are deferred.
+    tools, _, _ = first_request_tools(cli, fake_anthropic, three, ENABLE_TOOL_SEARCH="auto:1")
+    assert sum(n.startswith("mcp__") for n in tools) == 3 and "ToolSearch" not in tools
+    tools, req, _ = first_request_tools(cli, fake_anthropic, many, ENABLE_TOOL_SEARCH="auto:1")
+    assert not [n for n in tools if n.startswith("mcp__")] and "ToolSearch" in tools and announcements(req)
+    # true defers even three; false never defers.
+    tools, _, _ = first_request_tools(cli, fake_anthropic, three, ENABLE_TOOL_SEARCH="true")
+    assert "ToolSearch" in tools and not [n for n in tools if n.startswith("mcp__")]
+    tools, _, _ = first_request_tools(cli, fake_anthropic, many, ENABLE_TOOL_SEARCH="false")
+    assert sum(n.startswith("mcp__") for n in tools) == 120 and "ToolSearch" not in tools
+    # A bad value: one warning line, the default.
+    tools, _, result = first_request_tools(cli, fake_anthropic, three, ENABLE_TOOL_SEARCH="auto:lots")
+    assert 'ENABLE_TOOL_SEARCH value "auto:lots": expected auto:N where N is a number.' in result.stderr
+    assert "Traceback" not in result.stderr and sum(n.startswith("mcp__") for n in tools) == 3
+
+
+def test_always_load_keeps_tools_whole(cli: CliRunner, fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
+    per_tool = config(tmp_path, 120, env={"MANY_ALWAYS_LOAD": "get_invoice"})
+    tools, req, _ = first_request_tools(cli, fake_anthropic, per_tool, ENABLE_TOOL_SEARCH="true")
+    assert [n for n in tools if n.startswith("mcp__")] == ["mcp__many__get_invoice"]
+    assert "mcp__many__get_invoice" not in announcements(req)[0].splitlines()
+    server = config(tmp_path, 120, name="loud", alwaysLoad=True)
+    tools, req, _ = first_request_tools(cli, fake_anthropic, server, ENABLE_TOOL_SEARCH="true")
+    assert sum(n.startswith("mcp__loud__") for n in tools) == 120 and not announcements(req)
+    bad = config(tmp_path, 3, name="bad", alwaysLoad="yes")
+    fake_anthropic.text("Done.")
+    result = cli("-p", "Do the task.", "--mcp-config", bad, timeout=120)
+    assert result.code == 0 and '"alwaysLoad" must be true or false' in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_loaded_tools_stay_callable_after_resume(cli: CliRunner, fake_anthropic: FakeAnthropic,
+                                                 tmp_path: Path) -> None:
+    cfg = config(tmp_path, 120)
+    fake_anthropic.reply(tool_block("ToolSearch", {"query": "+invoice export", "max_results": 2}))
+    fake_anthropic.text("Loaded.")
+    out = run(cli, cfg, ENABLE_TOOL_SEARCH="true")
+    first = fake_anthropic.requests[1]
+    assert first.messages[-2]["content"][0]["content"] == [
+        {"type": "tool_reference", "tool_name": "mcp__many__export_invoice"},
+        {"type": "tool_reference", "tool_name": "mcp__many__archive_invoice"}]
+    fake_anthropic.reply(tool_block("mcp__many__archive_invoice", {"target": "INV-9"}))
+    fake_anthropic.text("Archived.")
+    resumed = run(cli, cfg, "--resume", out["session_id"], "--allowedTools", "mcp__many__archive_invoice",
+                  ENABLE_TOOL_SEARCH="true")
+    assert resumed["result"] == "Archived."
+    again = fake_anthropic.requests[2]
+    deferred = [t["name"] for t in again.body["tools"] if t.get("defer_loading")]
+    assert deferred == ["DeferredToolPlaceholder", "mcp__many__export_invoice", "mcp__many__archive_invoice"]
+    assert len(announcements(again)) == 1  # the resumed history's announcement, not a second one
+    call = fake_anthropic.requests[3].messages[-1]["content"][0]
+    assert "archive_invoice ran on INV-9" in json.dumps(call["content"])
+    assert rendered(fake_anthropic.requests[3]).startswith(rendered(again))
+
+
+def test_a_late_server_is_announced_at_the_end(cli: CliRunner, fake_anthropic: FakeAnthropic,
+                                               tmp_path: Path) -> None:
+    path = tmp_path / "two.json"
+    server = {"command": sys.executable, "args": [str(SERVERS / "many.py")]}
+    path.write_text(json.dumps({"mcpServers": {
+        "early": {**server, "env": {"MANY_TOOLS": "60"}},
+        "late": {**server, "env": {"MANY_TOOLS": "5", "MANY_PREFIX": "late_", "MANY_START_DELAY": "3"}}}}))
+    fake_anthropic.reply(tool_block("Bash", {"command": "sleep 6", "description": "wait"}))
+    fake_anthropic.reply(tool_block("ToolSearch", {"query": "select:mcp__late__late_get_issue"}))
+    fake_anthropic.text("Done.")
+    result = cli("-p", "Do the task.", "--output-format", "json", "--mcp-config", str(path),
+                 "--allowedTools", "Bash", timeout=120, MCP_CONNECT_TIMEOUT_MS="60000", MCP_STARTUP_WAIT_MS="1500",
+                 ENABLE_TOOL_SEARCH="true")
+    assert result.code == 0, result.stderr
+    first, second, third = fake_anthropic.requests
+    assert len(announcements(first)) == 1 and "mcp__late__" not in announcements(first)[0]
+    late = announcements(second)
+    assert len(late) == 2 and late[1].count("mcp__late__") == 5 and "mcp__early__" not in late[1]
+    assert not [n for n in names(second) if n.startswith("mcp__")]  # the late tools deferred too
+    assert names(second)[: names(first).index("DeferredToolPlaceholder")] == \
+        names(first)[: names(first).index("DeferredToolPlaceholder")]
+    assert third.messages[-2]["content"][0]["content"] == [
+        {"type": "tool_reference", "tool_name": "mcp__late__late_get_issue"}]
+    assert rendered(second).startswith(rendered(first)) and rendered(third).startswith(rendered(second))

@@ -1,6 +1,7 @@
 """A server with many tools, for tool search: `MANY_TOOLS` tools (default 30) named `<verb>_<noun>`.
 
-`MANY_ALWAYS_LOAD` names tools whose `_meta` carries `anthropic/alwaysLoad: true`. Each tool echoes its
+`MANY_PREFIX` prefixes the names (two servers told apart), `MANY_START_DELAY` (seconds) makes it a late
+server. `MANY_ALWAYS_LOAD` names tools whose `_meta` carries `anthropic/alwaysLoad: true`. Each tool echoes its
 name and arguments, so a test can tell which one ran.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -39,8 +41,11 @@ def make(name: str) -> Any:
 def main() -> None:
     count = int(os.environ.get("MANY_TOOLS", "30"))
     always = set(filter(None, os.environ.get("MANY_ALWAYS_LOAD", "").split(",")))
-    for name in tool_names(count):
-        verb, _, noun = name.partition("_")
+    prefix = os.environ.get("MANY_PREFIX", "")
+    time.sleep(float(os.environ.get("MANY_START_DELAY", "0")))
+    for bare in tool_names(count):
+        name = prefix + bare
+        verb, _, noun = bare.partition("_")
         words = noun.replace("_", " ")
         meta = {"anthropic/alwaysLoad": True} if name in always else None
         mcp.add_tool(make(name), name=name, description=f"{verb.capitalize()} a {words} in the tracker. "
