@@ -235,8 +235,8 @@ class HeadlessRun:
 
     def _user(self, message: Mapping[str, Any]) -> None:
         """A user event; tool results one event each, as Claude Code sends them."""
-        if self.emit is None:
-            return
+        if self.emit is None or (message.get("meta") or {}).get("deferred_tools"):
+            return  # the deferred tools' list is context, not a turn (Claude Code does not emit it either)
         (clean,) = to_api([cast(Message, message)])
         content = clean.get("content")
         if isinstance(content, list) and len(content) > 1 and all(b.get("type") == "tool_result" for b in content):
