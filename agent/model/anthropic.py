@@ -108,12 +108,14 @@ class _Accumulator:
         self.started = False
         self.finished = False
 
-    def start_block(self, index: int, block: Any) -> None:
+    def start_block(self, index: int, block: Any) -> ThinkingDelta | None:
         data = block.model_dump(mode="json", exclude_unset=True) if hasattr(block, "model_dump") else dict(block)
         if data.get("type") in _JSON_INPUT_BLOCKS:
             data["input"] = {}
             self.partial_json[index] = ""
         self.blocks[index] = data
+        # Thinking started: said at once, since with the display omitted no thinking text follows.
+        return ThinkingDelta("") if data.get("type") in ("thinking", "redacted_thinking") else None
 
     def delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | None:
         block = self.blocks.get(index)
@@ -327,7 +329,9 @@ class AnthropicModel:
                         acc.model = getattr(event.message, "model", None)
                         acc.usage.update(_usage(event.message.usage))
                     elif kind == "content_block_start":
-                        acc.start_block(event.index, event.content_block)
+                        started = acc.start_block(event.index, event.content_block)
+                        if started is not None:
+                            yield started
                     elif kind == "content_block_delta":
                         out = acc.delta(event.index, event.delta)
                         if out is not None:
