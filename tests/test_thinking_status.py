@@ -4,8 +4,10 @@ after it (Claude Code 2.1.332's words), with the display omitted (no text) and w
 from __future__ import annotations
 
 import io
+import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +76,34 @@ def test_the_repl_says_the_model_thought(cli, fake_anthropic) -> None:
     assert re.search(r"✻ thought for \d+s", screen), screen
     child.send("/exit\r")
     assert finish(child) == 0
+
+
+STREAM = json.loads((Path(__file__).parent / "fixtures" / "claude_code" / "thinking_stream.json").read_text())
+
+
+def run_modes(cli, fake_anthropic, args: list[str]) -> tuple[dict, list[dict]]:
+    fake_anthropic.reply(thinking_block("abcdefghij" * 20), "Answer.", fragment=STREAM["delta_chars"])
+    result = cli("-p", "Do the task.", "--model", "claude-opus-5-5", *args)
+    assert result.code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    return fake_anthropic.requests[-1].body["thinking"], lines
+
+
+def test_json_and_stream_json_report_thinking_as_claude_code(cli, fake_anthropic) -> None:
+    for mode, args in (("json", ["--output-format", "json"]), ("text_verbose", ["--verbose"]),
+                       ("json_verbose", ["--output-format", "json", "--verbose"])):
+        thinking, _ = run_modes(cli, fake_anthropic, args)
+        assert thinking == STREAM[mode]["request_thinking"], mode
+    thinking, events = run_modes(cli, fake_anthropic, ["--output-format", "stream-json", "--verbose"])
+    assert thinking == STREAM["stream_json_verbose"]["request_thinking"]
+    ours = []
+    for e in events:
+        if e["type"] == "system" and e.get("subtype") == "thinking_tokens":
+            ours.append({k: e[k] for k in ("type", "subtype", "estimated_tokens", "estimated_tokens_delta")})
+        elif e["type"] == "assistant":
+            kept = {k: e[k] for k in ("type", "parent_tool_use_id", "thinking_duration_ms", "thinking_display") if k in e}
+            if "thinking_duration_ms" in kept:
+                assert isinstance(kept["thinking_duration_ms"], int) and kept["thinking_duration_ms"] >= 0
+                kept["thinking_duration_ms"] = "<ms>"
+            ours.append({**kept, "content_types": [b["type"] for b in e["message"]["content"]]})
+    assert ours == STREAM["stream_json_verbose"]["events"]

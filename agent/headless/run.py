@@ -24,12 +24,15 @@ from typing import Any, cast
 from agent import __version__
 from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with_updates
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from services.events import (
     AssistantEvent,
     NoticeEvent,
     StreamEvent,
     Terminal,
+    TextDeltaEvent,
+    ThinkingDeltaEvent,
     ToolEndEvent,
     ToolResultsEvent,
     ToolStartEvent,
@@ -103,6 +106,11 @@ class HeadlessRun:
         self.usage_before: dict[str, int] = {}
         self.budget_hit = False
         self._time_model_calls()
+        # Thinking reported as Claude Code does in json/stream-json with --verbose (thinking_events.py).
+        self.thinking: ThinkingMeter | None = None
+        if reports_thinking(getattr(inv, "output_format", ""), bool(getattr(inv, "verbose", False))):
+            self.thinking = ThinkingMeter()
+            engine.config.thinking = with_updates(engine.config.thinking)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _time_model_calls(self) -> None:
@@ -189,6 +197,8 @@ class HeadlessRun:
                         self._user(m)
                 elif isinstance(ev, UserMessageEvent):
                     self._user(ev.message)
+                elif isinstance(ev, ThinkingDeltaEvent | TextDeltaEvent):
+                    self._thinking(ev)
                 elif isinstance(ev, StreamEvent):
                     if self.emit is not None and self.inv.include_partial:
                         self.emit({"type": "stream_event", "event": ev.event, **self._base()})
@@ -225,13 +235,24 @@ class HeadlessRun:
         msg_id = message.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
         usage = message.get("usage") or {}
         for block in message.get("content") or []:
+            thought = self.thinking.block_fields() if self.thinking and block.get("type") == "thinking" else {}
             self.emit({
                 "type": "assistant",
                 "message": {"id": msg_id, "type": "message", "role": "assistant",
                             "model": self.engine.config.model, "content": [block], "stop_reason": None,
                             "stop_sequence": None, "usage": usage, "context_management": None},
-                **self._base(),
+                **self._base(), **thought,
             })
+
+    def _thinking(self, ev: ThinkingDeltaEvent | TextDeltaEvent) -> None:
+        if self.thinking is None:
+            return
+        if isinstance(ev, TextDeltaEvent):
+            self.thinking.stop()
+            return
+        tokens = self.thinking.delta(ev.text)
+        if tokens is not None and self.emit is not None:
+            self.emit({**tokens, **self._base()})
 
     def _user(self, message: Mapping[str, Any]) -> None:
         """A user event; tool results one event each, as Claude Code sends them."""
