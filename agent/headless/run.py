@@ -31,8 +31,6 @@ from services.events import (
     NoticeEvent,
     StreamEvent,
     Terminal,
-    TextDeltaEvent,
-    ThinkingDeltaEvent,
     ToolEndEvent,
     ToolResultsEvent,
     ToolStartEvent,
@@ -40,7 +38,7 @@ from services.events import (
 )
 from services.hooks import HookDecision, Hooks
 from services.messages import Block, Message, message_text, to_api, user_message
-from services.model_types import CallModel, ModelError, ModelRequest
+from services.model_types import CallModel, ModelError, ModelRequest, TextDelta, ThinkingDelta
 from services.session import SessionLocked
 from tools.permissions import PermissionRequest, PermissionResult
 
@@ -129,6 +127,7 @@ class HeadlessRun:
                 started = time.monotonic()
                 try:
                     async for event in call(replace(request, raw_events=True) if raw else request):
+                        self._thinking(event)
                         yield event
                 finally:
                     self.api_seconds += time.monotonic() - started
@@ -197,8 +196,6 @@ class HeadlessRun:
                         self._user(m)
                 elif isinstance(ev, UserMessageEvent):
                     self._user(ev.message)
-                elif isinstance(ev, ThinkingDeltaEvent | TextDeltaEvent):
-                    self._thinking(ev)
                 elif isinstance(ev, StreamEvent):
                     if self.emit is not None and self.inv.include_partial:
                         self.emit({"type": "stream_event", "event": ev.event, **self._base()})
@@ -244,11 +241,14 @@ class HeadlessRun:
                 **self._base(), **thought,
             })
 
-    def _thinking(self, ev: ThinkingDeltaEvent | TextDeltaEvent) -> None:
+    def _thinking(self, ev: Any) -> None:
+        """A model event seen on its way to the loop: thinking deltas counted, thinking over at text."""
         if self.thinking is None:
             return
-        if isinstance(ev, TextDeltaEvent):
+        if isinstance(ev, TextDelta):
             self.thinking.stop()
+            return
+        if not isinstance(ev, ThinkingDelta):
             return
         tokens = self.thinking.delta(ev.text)
         if tokens is not None and self.emit is not None:

@@ -117,6 +117,11 @@ class _Accumulator:
         # Thinking started: said at once, since with the display omitted no thinking text follows.
         return ThinkingDelta("") if data.get("type") in ("thinking", "redacted_thinking") else None
 
+    def block_event(self, kind: str, event: Any) -> TextDelta | ThinkingDelta | None:
+        if kind == "content_block_start":
+            return self.start_block(event.index, event.content_block)
+        return self.delta(event.index, event.delta)
+
     def delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | None:
         block = self.blocks.get(index)
         if block is None:
@@ -328,12 +333,8 @@ class AnthropicModel:
                         acc.started = True
                         acc.model = getattr(event.message, "model", None)
                         acc.usage.update(_usage(event.message.usage))
-                    elif kind == "content_block_start":
-                        started = acc.start_block(event.index, event.content_block)
-                        if started is not None:
-                            yield started
-                    elif kind == "content_block_delta":
-                        out = acc.delta(event.index, event.delta)
+                    elif kind in ("content_block_start", "content_block_delta"):
+                        out = acc.block_event(kind, event)
                         if out is not None:
                             yield out
                     elif kind == "content_block_stop":
