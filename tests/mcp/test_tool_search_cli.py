@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,4 +192,32 @@ def test_a_late_server_is_announced_at_the_end(cli: CliRunner, fake_anthropic: F
         names(first)[: names(first).index("DeferredToolPlaceholder")]
     assert third.messages[-2]["content"][0]["content"] == [
         {"type": "tool_reference", "tool_name": "mcp__late__late_get_issue"}]
+    assert rendered(second).startswith(rendered(first)) and rendered(third).startswith(rendered(second))
+
+
+def test_the_repl_defers_and_loads_too(cli: CliRunner, fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("pexpect")
+    from tests.test_repl_pty import finish, run_line, spawn
+
+    cfg = config(tmp_path, 40)
+    fake_anthropic.reply(tool_block("ToolSearch", {"query": "select:mcp__many__get_invoice"}))
+    fake_anthropic.reply(tool_block("mcp__many__get_invoice", {"target": "INV-7"}))
+    fake_anthropic.text("Invoice fetched.")
+    child = spawn(cli, "--mcp-config", cfg, "--allowedTools", "mcp__many__get_invoice",
+                  ENABLE_TOOL_SEARCH="true", MCP_CONNECT_TIMEOUT_MS="60000")
+    for _ in range(60):  # until the server is connected (its tools then join before the first request)
+        run_line(child, "/mcp", "many (stdio")
+        if re.search(r"many \(stdio, [a-z-]+\): connected", child.screen.text()):
+            break
+        time.sleep(1)
+    run_line(child, "get the invoice", "Invoice fetched.")
+    child.send("/exit\r")
+    assert finish(child) == 0
+    first, second, third = fake_anthropic.requests
+    assert "ToolSearch" in names(first) and not [n for n in names(first) if n.startswith("mcp__")], names(first)
+    assert len(announcements(first)) == 1
+    assert "mcp__many__get_invoice" in [t["name"] for t in second.body["tools"] if t.get("defer_loading")]
+    assert "get_invoice ran on INV-7" in json.dumps(third.messages[-1]["content"])
     assert rendered(second).startswith(rendered(first)) and rendered(third).startswith(rendered(second))
