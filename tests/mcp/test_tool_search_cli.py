@@ -171,17 +171,20 @@ def test_loaded_tools_stay_callable_after_resume(cli: CliRunner, fake_anthropic:
 
 def test_a_late_server_is_announced_at_the_end(cli: CliRunner, fake_anthropic: FakeAnthropic,
                                                tmp_path: Path) -> None:
-    path = tmp_path / "two.json"
+    path, go, up = tmp_path / "two.json", cli.cwd / "go", cli.cwd / "up"
     server = {"command": sys.executable, "args": [str(SERVERS / "many.py")]}
     path.write_text(json.dumps({"mcpServers": {
         "early": {**server, "env": {"MANY_TOOLS": "60"}},
-        "late": {**server, "env": {"MANY_TOOLS": "5", "MANY_PREFIX": "late_", "MANY_START_DELAY": "3"}}}}))
-    fake_anthropic.reply(tool_block("Bash", {"command": "sleep 6", "description": "wait"}))
+        "late": {**server, "env": {"MANY_TOOLS": "5", "MANY_PREFIX": "late_", "MANY_START_AFTER": str(go),
+                                   "MANY_UP_FILE": str(up)}}}}))
+    # The late server starts when the model's command says so, and is connected before the command ends.
+    wait = f"touch {go}; while [ ! -e {up} ]; do sleep 0.2; done; sleep 3"
+    fake_anthropic.reply(tool_block("Bash", {"command": wait, "description": "wait"}))
     fake_anthropic.reply(tool_block("ToolSearch", {"query": "select:mcp__late__late_get_issue"}))
     fake_anthropic.text("Done.")
     result = cli("-p", "Do the task.", "--output-format", "json", "--mcp-config", str(path),
-                 "--allowedTools", "Bash", timeout=120, MCP_CONNECT_TIMEOUT_MS="60000", MCP_STARTUP_WAIT_MS="1500",
-                 ENABLE_TOOL_SEARCH="true")
+                 "--dangerously-skip-permissions", timeout=180, MCP_CONNECT_TIMEOUT_MS="120000",
+                 MCP_STARTUP_WAIT_MS="10000", ENABLE_TOOL_SEARCH="true")
     assert result.code == 0, result.stderr
     first, second, third = fake_anthropic.requests
     assert len(announcements(first)) == 1 and "mcp__late__" not in announcements(first)[0]

@@ -1,7 +1,8 @@
 """A server with many tools, for tool search: `MANY_TOOLS` tools (default 30) named `<verb>_<noun>`.
 
 `MANY_PREFIX` prefixes the names (two servers told apart), `MANY_START_DELAY` (seconds) makes it a late
-server. `MANY_ALWAYS_LOAD` names tools whose `_meta` carries `anthropic/alwaysLoad: true`. Each tool echoes its
+server (`MANY_START_AFTER`: once that file exists; `MANY_UP_FILE` is created when it serves).
+`MANY_ALWAYS_LOAD` names tools whose `_meta` carries `anthropic/alwaysLoad: true`. Each tool echoes its
 name and arguments, so a test can tell which one ran.
 """
 
@@ -43,6 +44,12 @@ def main() -> None:
     always = set(filter(None, os.environ.get("MANY_ALWAYS_LOAD", "").split(",")))
     prefix = os.environ.get("MANY_PREFIX", "")
     time.sleep(float(os.environ.get("MANY_START_DELAY", "0")))
+    gate = os.environ.get("MANY_START_AFTER")  # a late server: starts once this file exists
+    while gate and not os.path.exists(gate):
+        time.sleep(0.1)
+    up = os.environ.get("MANY_UP_FILE")
+    if up:
+        open(up, "w").close()
     for bare in tool_names(count):
         name = prefix + bare
         verb, _, noun = bare.partition("_")
