@@ -224,3 +224,19 @@ def test_the_repl_defers_and_loads_too(cli: CliRunner, fake_anthropic: FakeAnthr
     assert "mcp__many__get_invoice" in [t["name"] for t in second.body["tools"] if t.get("defer_loading")]
     assert "get_invoice ran on INV-7" in json.dumps(third.messages[-1]["content"])
     assert rendered(second).startswith(rendered(first)) and rendered(third).startswith(rendered(second))
+
+
+def test_an_unloaded_deferred_tool_called_anyway_runs(cli: CliRunner, fake_anthropic: FakeAnthropic,
+                                                      tmp_path: Path) -> None:
+    """Claude Code 2.1.332 runs a deferred tool the model calls without loading it (recorded: `forms`);
+    so do we: the permission rules still apply."""
+    cfg = config(tmp_path, 120)
+    fake_anthropic.reply(tool_block("mcp__many__get_invoice", {"target": "INV-3"}))
+    fake_anthropic.reply(tool_block("mcp__many__delete_invoice", {"target": "INV-3"}))
+    fake_anthropic.text("Done.")
+    run(cli, cfg, "--allowedTools", "mcp__many__get_invoice", ENABLE_TOOL_SEARCH="true")
+    ran = fake_anthropic.requests[1].messages[-1]["content"][0]
+    assert "get_invoice ran on INV-1" in FIXTURE["unloaded_call_result"]
+    assert "get_invoice ran on INV-3" in json.dumps(ran["content"]) and not ran.get("is_error")
+    denied = fake_anthropic.requests[2].messages[-1]["content"][0]
+    assert "delete_invoice ran" not in json.dumps(denied["content"])
