@@ -61,6 +61,9 @@ class ToolSearchSession:
 
     mode: deferral.SearchMode = field(default_factory=deferral.SearchMode)
     catalog: list[Entry] = field(default_factory=list)
+    # The specs of tools once loaded: a tool whose server went away stays listed (deferred), so the
+    # history's references to it stay valid; calling it is an unknown-tool error.
+    remembered: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _session(ctx: ToolContext) -> ToolSearchSession | None:
@@ -124,7 +127,10 @@ def offered_specs(tools: Sequence[Tool], specs: Sequence[dict[str, Any]], histor
         return plain
     by_name = {str(s.get("name")): s for s in specs}
     session.catalog = [Entry(n, str(by_name[n].get("description", ""))) for n in deferred]
-    return deferral.request_tools(specs, deferred, deferral.loaded_names(history))
+    loaded = deferral.loaded_names(history)
+    session.remembered.update((n, by_name[n]) for n in loaded if n in by_name and n in announced)
+    gone = [session.remembered[n] for n in loaded if n not in by_name and n in session.remembered]
+    return deferral.request_tools([*specs, *gone], [*deferred, *(str(g["name"]) for g in gone)], loaded)
 
 
 def plan_request(tools: Sequence[Tool], specs: Sequence[dict[str, Any]], history: Sequence[Message],

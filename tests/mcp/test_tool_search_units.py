@@ -100,3 +100,26 @@ def test_tool_results_and_request_tools() -> None:
     # The tools' cache mark sits on the last tool rendered in the prefix, never on a deferred one.
     _, marked, _ = place_breakpoints("sys", sent, [{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
     assert [t["name"] for t in marked if "cache_control" in t] == ["ToolSearch"]
+
+
+def test_a_loaded_tool_whose_server_left_stays_listed() -> None:
+    from tools.mcp_tool import McpTool
+    from tools.tool_search import plan_request
+
+    class Info:
+        def __init__(self, name: str) -> None:
+            self.name, self.description, self.inputSchema, self.meta = name, f"{name} it", {"type": "object"}, None
+
+    tools = [McpTool(None, "s", Info(f"t{i}"), f"mcp__s__t{i}") for i in range(3)]
+    ctx = ToolContext(project_root=Path.cwd(), session=SessionState(cwd=Path.cwd()))
+    ctx.session.extras[EXTRAS_KEY] = ToolSearchSession(SearchMode("on"))
+    specs = [t.to_api() for t in tools]
+    news, _ = plan_request(tools, specs, [], ctx, 200_000)
+    history = [*news, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": [
+        {"type": "tool_reference", "tool_name": "mcp__s__t1"}]}]}]
+    _, sent = plan_request(tools, specs, history, ctx, 200_000)
+    assert [t["name"] for t in sent if t.get("defer_loading")] == ["DeferredToolPlaceholder", "mcp__s__t1"]
+    left = [t for t in tools if t.name != "mcp__s__t1"]
+    again, sent = plan_request(left, [t.to_api() for t in left], history, ctx, 200_000)
+    assert not again and [t["name"] for t in sent if t.get("defer_loading")] == [
+        "DeferredToolPlaceholder", "mcp__s__t1"]
