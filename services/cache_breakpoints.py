@@ -146,8 +146,11 @@ def place_breakpoints(
     out = list(messages)
     marks = _message_marks(out, anchors) if out else []
     tools_out = list(tools)
-    if tools_out and len(marks) + len(system_blocks) < 4:
-        tools_out[-1] = {**tools_out[-1], "cache_control": EPHEMERAL}
+    # The last tool the API renders in the prefix: deferred ones (`defer_loading`) are rendered where the
+    # model loaded them, so a mark on one would move with every load.
+    shown = [i for i, t in enumerate(tools_out) if not t.get("defer_loading")]
+    if shown and len(marks) + len(system_blocks) < 4:
+        tools_out[shown[-1]] = {**tools_out[shown[-1]], "cache_control": EPHEMERAL}
     for mi, bi in marks[: 4 - len(system_blocks)]:
         _mark_block(out, mi, bi)
     return system_blocks, tools_out, out

@@ -59,8 +59,10 @@ def replaced_client_tools(names: list[str]) -> set[str]:
 
 
 def betas_for(tools: list[dict[str, Any]]) -> list[str]:
-    """Beta headers the server tools in a request's tool list need."""
+    """Beta headers the tools in a request's tool list need (server tools, deferred tools)."""
     out = []
+    if any(t.get("defer_loading") for t in tools):  # deferred tools and tool_reference results (ToolSearch)
+        out.append("advanced-tool-use-2025-11-20")
     for spec, beta, _ in SERVER_TOOLS.values():
         if beta and any(t.get("type") == spec["type"] for t in tools):
             out.append(beta)

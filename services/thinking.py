@@ -40,6 +40,7 @@ class ThinkingOptions:
     budget: int | None = None  # MAX_THINKING_TOKENS; 0 = off
     always: bool | None = None  # alwaysThinkingEnabled; False = off, None = not set (on)
     effort: str | None = None  # --effort
+    display: str = DISPLAY  # "updates" where the front end reports thinking (stream-json --verbose)
 
     @property
     def off(self) -> bool:
@@ -52,8 +53,8 @@ class ThinkingOptions:
     def toggled(self) -> ThinkingOptions:
         """The same options with thinking switched the other way (the REPL's Alt+T)."""
         if self.off:
-            return ThinkingOptions(None if self.budget == 0 else self.budget, None, self.effort)
-        return ThinkingOptions(self.budget, False, self.effort)
+            return ThinkingOptions(None if self.budget == 0 else self.budget, None, self.effort, self.display)
+        return ThinkingOptions(self.budget, False, self.effort, self.display)
 
 
 def options_from(settings_paths: list[Path], effort: str | None = None, mode: str | None = None,
@@ -102,7 +103,7 @@ def thinking_request(
         return None, None, max_tokens
     output_config = _effort(model, opts)
     if support == "adaptive_only" or (support == "adaptive" and not opts.off):
-        return {"type": "adaptive", "display": DISPLAY}, output_config, max_tokens
+        return {"type": "adaptive", "display": opts.display}, output_config, max_tokens
     if opts.off:
         return {"type": "disabled"}, output_config, max_tokens
     limit = max_output_tokens(model)
@@ -113,7 +114,7 @@ def thinking_request(
     budget = min(budget, max_tokens - 1)
     if budget < MIN_BUDGET:
         return {"type": "disabled"}, output_config, max_tokens
-    return {"type": "enabled", "budget_tokens": budget, "display": DISPLAY}, output_config, max_tokens
+    return {"type": "enabled", "budget_tokens": budget, "display": opts.display}, output_config, max_tokens
 
 
 def request_extras(thinking: dict[str, Any] | None, output_config: dict[str, Any] | None

@@ -86,6 +86,8 @@ class SessionState:
     background_tasks: BackgroundTasks | None = None
     # Per-turn file checkpoints for /rewind, set by the REPL; None: nothing is checkpointed.
     checkpoints: Checkpoints | None = None
+    # Deferred MCP tools and the ToolSearch state (tools/tool_search.ToolSearchSession); None: no deferral.
+    tool_search: Any = None
 
 
 def _always_visible(tool_use_id: str) -> bool:

@@ -22,8 +22,11 @@ MAX_DESCRIPTION = 2048
 
 class McpTool(Tool):
     max_result_chars = DEFAULT_MAX_RESULT_CHARS
+    # May go to the model by name only, behind ToolSearch (tools/tool_search.py), unless always loaded.
+    deferrable = True
 
-    def __init__(self, manager: Any, server: str, tool: Any, public_name: str | None = None):
+    def __init__(self, manager: Any, server: str, tool: Any, public_name: str | None = None,
+                 server_always_load: bool = False):
         self.manager = manager
         self.server = server
         self.tool_name = tool.name
@@ -41,7 +44,11 @@ class McpTool(Tool):
         self.input_schema = schema if schema.get("type") == "object" else {"type": "object", "properties": {}}
         annotations = getattr(tool, "annotations", None)
         self.read_only = bool(getattr(annotations, "readOnlyHint", False)) if annotations else False
-        self._spec = json.dumps([self.description, self.input_schema, self.read_only], sort_keys=True, default=str)
+        meta = getattr(tool, "meta", None)
+        # The server's `alwaysLoad` config, or the tool's own `_meta["anthropic/alwaysLoad"]` (Claude Code's).
+        self.always_load = server_always_load or (isinstance(meta, dict) and meta.get("anthropic/alwaysLoad") is True)
+        self._spec = json.dumps([self.description, self.input_schema, self.read_only, self.always_load],
+                                sort_keys=True, default=str)
 
     def describe(self, input: dict[str, Any]) -> str:
         args = json.dumps(input, ensure_ascii=False)
@@ -106,7 +113,8 @@ def mcp_tools(manager: Any) -> list[Tool]:
     out: list[Tool] = []
     for s in sorted(manager.connected(), key=lambda s: s.name):
         for t in sorted(s.tools, key=lambda t: names[(s.name, t.name)]):
-            out.append(McpTool(manager, s.name, t, names[(s.name, t.name)]))
+            always = getattr(getattr(s, "config", None), "always_load", None) is True
+            out.append(McpTool(manager, s.name, t, names[(s.name, t.name)], server_always_load=always))
     if manager.has_resources():
         out.extend(resource_tools(manager))
     return out

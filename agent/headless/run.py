@@ -24,6 +24,7 @@ from typing import Any, cast
 from agent import __version__
 from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with_updates
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from services.events import (
     AssistantEvent,
@@ -37,7 +38,7 @@ from services.events import (
 )
 from services.hooks import HookDecision, Hooks
 from services.messages import Block, Message, message_text, to_api, user_message
-from services.model_types import CallModel, ModelError, ModelRequest
+from services.model_types import CallModel, ModelError, ModelRequest, TextDelta, ThinkingDelta
 from services.session import SessionLocked
 from tools.permissions import PermissionRequest, PermissionResult
 
@@ -114,6 +115,11 @@ class HeadlessRun:
         self.usage_before: dict[str, int] = {}
         self.budget_hit = False
         self._time_model_calls()
+        # Thinking reported as Claude Code does in json/stream-json with --verbose (thinking_events.py).
+        self.thinking: ThinkingMeter | None = None
+        if reports_thinking(getattr(inv, "output_format", ""), bool(getattr(inv, "verbose", False))):
+            self.thinking = ThinkingMeter()
+            engine.config.thinking = with_updates(engine.config.thinking)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _time_model_calls(self) -> None:
@@ -132,6 +138,7 @@ class HeadlessRun:
                 started = time.monotonic()
                 try:
                     async for event in call(replace(request, raw_events=True) if raw else request):
+                        self._thinking(event)
                         yield event
                 finally:
                     self.api_seconds += time.monotonic() - started
@@ -241,18 +248,32 @@ class HeadlessRun:
         msg_id = message.get("id") or f"msg_{uuid.uuid4().hex[:24]}"
         usage = message.get("usage") or {}
         for block in message.get("content") or []:
+            thought = self.thinking.block_fields() if self.thinking and block.get("type") == "thinking" else {}
             self.emit({
                 "type": "assistant",
                 "message": {"id": msg_id, "type": "message", "role": "assistant",
                             "model": self.engine.config.model, "content": [block], "stop_reason": None,
                             "stop_sequence": None, "usage": usage, "context_management": None},
-                **self._base(),
+                **self._base(), **thought,
             })
+
+    def _thinking(self, ev: Any) -> None:
+        """A model event seen on its way to the loop: thinking deltas counted, thinking over at text."""
+        if self.thinking is None:
+            return
+        if isinstance(ev, TextDelta):
+            self.thinking.stop()
+            return
+        if not isinstance(ev, ThinkingDelta):
+            return
+        tokens = self.thinking.delta(ev.text)
+        if tokens is not None and self.emit is not None:
+            self.emit({**tokens, **self._base()})
 
     def _user(self, message: Mapping[str, Any]) -> None:
         """A user event; tool results one event each, as Claude Code sends them."""
-        if self.emit is None:
-            return
+        if self.emit is None or (message.get("meta") or {}).get("deferred_tools"):
+            return  # the deferred tools' list is context, not a turn (Claude Code does not emit it either)
         (clean,) = to_api([cast(Message, message)])
         content = clean.get("content")
         if isinstance(content, list) and len(content) > 1 and all(b.get("type") == "tool_result" for b in content):

@@ -161,6 +161,8 @@ def build_engine(
         notices_at_start=[*found.skill_notices, *found.command_notices, *found.agent_notices],
     )
     found.prompt.tracker.nested_limit = nested_limit(context_window(settings.model, agent_environ()))
+    if mcp is not None:
+        _tool_search(engine, blocked)
     for notice in found.prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
@@ -312,7 +314,18 @@ class McpRefresher:
 
 
 def mcp_refresher(engine: QueryEngine, mcp: Any, blocked: set[str]) -> McpRefresher:
+    _tool_search(engine, blocked)
     return McpRefresher(engine.tools, mcp, blocked)
+
+
+def _tool_search(engine: QueryEngine, blocked: set[str]) -> None:
+    """Deferred MCP tools behind ToolSearch, as ENABLE_TOOL_SEARCH says (tools/tool_search.py)."""
+    from tools.tool_search import install_tool_search
+
+    warning = install_tool_search(engine.tools, engine.state, agent_environ().get("ENABLE_TOOL_SEARCH"),
+                                  blocked)
+    if warning:
+        sys.stderr.write(f"warning: {warning}\n")
 
 
 def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> PermissionGate:

@@ -71,6 +71,7 @@ from services.trace import trace
 from tools.base import Tool, ToolContext
 from tools.orchestration import BatchOutcome, ToolRunner
 from tools.permissions import PermissionGate
+from tools.tool_search import plan_request
 
 INTERRUPTED_NOTE = "[Request interrupted by user]"
 
@@ -206,7 +207,8 @@ class _Loop:
         # Server tools (web_search / web_fetch run by the API) replace their client-side counterparts.
         self.replaced = replaced_client_tools(params.server_tools)
         self.tool_ids: list[int] = []
-        self.tool_specs: list[dict[str, Any]] = []
+        self.tool_specs: list[dict[str, Any]] = []  # as sent: deferred tools by name only
+        self.all_specs: list[dict[str, Any]] = []
         self.env = pipeline_env(params.tools, self.ctx, params.system, [])
         self.runner = ToolRunner({}, self.ctx, params.gate, params.hooks)
         self._tools_changed()
@@ -217,10 +219,25 @@ class _Loop:
     def _tools_changed(self) -> None:
         params = self.params
         self.tool_ids = [id(t) for t in params.tools]
-        self.tool_specs = ([t.to_api() for t in params.tools if t.name not in self.replaced]
-                           + server_tool_specs(params.server_tools))
-        self.env = pipeline_env(params.tools, self.ctx, params.system, self.tool_specs)
+        self.all_specs = ([t.to_api() for t in params.tools if t.name not in self.replaced]
+                          + server_tool_specs(params.server_tools))
+        self._offer(self.all_specs)
         self.runner.tools = {t.name: t for t in params.tools}
+
+    def _offer(self, specs: list[dict[str, Any]]) -> None:
+        self.tool_specs = specs
+        self.env = pipeline_env(self.params.tools, self.ctx, self.params.system, specs)
+
+    def _plan_tools(self) -> list[Message]:
+        """Deferred MCP tools (tools/tool_search.py): the announcement the history needs, and the
+        request's tools (whole ones, ToolSearch and the loaded deferred ones)."""
+        params = self.params
+        news, specs = plan_request(params.tools, self.all_specs, self.messages, self.ctx,
+                                   params.compact.context_window_tokens)
+        self.messages.extend(news)
+        if specs != self.tool_specs:
+            self._offer(specs)
+        return news
 
     def new_exchange(self) -> Exchange:
         self.turn += 1
@@ -298,6 +315,13 @@ class _Loop:
     async def prepare_request(self, x: Exchange, out: list[ModelRequest]) -> AsyncIterator[Event]:
         """The outbound pipeline, the tools that joined since the last call, the checked request."""
         params, ctx = self.params, self.ctx
+        if params.refresh_tools is not None:  # tools that joined (or left) since the last model call
+            for kind, text in params.refresh_tools():
+                yield NoticeEvent(kind, text)
+            if [id(t) for t in params.tools] != self.tool_ids:
+                self._tools_changed()
+        for message in self._plan_tools():
+            yield UserMessageEvent(message)
         piped = run_outbound_pipeline(
             self.messages, params.replacement_state, params.compact, self.env, microcompact=self.deps.microcompact
         )
@@ -307,11 +331,6 @@ class _Loop:
             yield NoticeEvent(kind, text)
         visible = sent_whole_ids(piped.messages, params.replacement_state)
         ctx.is_visible = visible.__contains__
-        if params.refresh_tools is not None:  # tools that joined (or left) since the last model call
-            for kind, text in params.refresh_tools():
-                yield NoticeEvent(kind, text)
-            if [id(t) for t in params.tools] != self.tool_ids:
-                self._tools_changed()
         # The last line of defence: a request that breaks the API's rules is repaired (and traced), never
         # sent broken; under AGENT_STRICT_REQUESTS=1 (the test suite) it fails loudly instead.
         outbound = ensure_valid(to_api(piped.messages), params.system, self.tool_specs)

@@ -116,7 +116,7 @@ class _Accumulator:
             self.model = getattr(event.message, "model", None)
             self.usage.update(_usage(event.message.usage))
         elif kind == "content_block_start":
-            self.start_block(event.index, event.content_block)
+            return self.start_block(event.index, event.content_block)
         elif kind == "content_block_delta":
             return self.delta(event.index, event.delta)
         elif kind == "content_block_stop":
@@ -129,12 +129,14 @@ class _Accumulator:
             self.finished = True
         return None
 
-    def start_block(self, index: int, block: Any) -> None:
+    def start_block(self, index: int, block: Any) -> ThinkingDelta | None:
         data = block.model_dump(mode="json", exclude_unset=True) if hasattr(block, "model_dump") else dict(block)
         if data.get("type") in _JSON_INPUT_BLOCKS:
             data["input"] = {}
             self.partial_json[index] = ""
         self.blocks[index] = data
+        # Thinking started: said at once, since with the display omitted no thinking text follows.
+        return ThinkingDelta("") if data.get("type") in ("thinking", "redacted_thinking") else None
 
     def delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | None:
         block = self.blocks.get(index)

@@ -16,7 +16,7 @@ class McpPart(ReplParts):
         from agent.loop.mcp_hooks import make_elicitation_handler, make_sampling_handler
 
         self.mcp = await start_mcp(self.cwd, warn=lambda w: self.say(f"warning: {w}", "yellow"),
-                                   opts=self.opts)
+                                   opts=self.opts, extra=self.opts.mcp_configs, strict=self.opts.strict_mcp_config)
         register_mcp_commands(self.router, self.mcp, ask=self.ask_text)
         if self.mcp is not None:
             from agent.loop.factory import mcp_refresher

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from agent.repl.live_area import RichLiveArea
 from agent.repl.permission_menu import visible
+from agent.repl.thinking_status import ThinkingClock
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -39,6 +40,7 @@ from tools.permissions import REJECT_MESSAGE
 
 MAX_DIFF_LINES = 80
 THINKING_LINES = 8  # thinking lines shown before the rest is collapsed into a count
+THINKING_KEY = "\0thinking"  # the thinking spinner's slot among the running tools' ones
 REFRESH_INTERVAL = 1 / 15  # seconds between live redraws while text streams
 LIVE_LINES = 20  # lines of the open block shown while it streams (all of it is printed when it closes)
 
@@ -136,6 +138,7 @@ class Renderer:
         self._thinking_open = False  # a dimmed thinking section is being printed
         self._thinking_buf = ""
         self._thinking_shown = self._thinking_hidden = 0
+        self.thinking_clock = ThinkingClock()
 
     # -- text --------------------------------------------------------------------------------
     def _markdown(self, text: str) -> Markdown:
@@ -198,12 +201,17 @@ class Renderer:
         self.console.file.flush()
 
     def _thinking_delta(self, delta: str) -> None:
-        # Thinking is shown dimmed and apart from the answer, collapsed after THINKING_LINES lines
-        # (the rest is counted, not printed: the answer stays in view).
-        if not self._thinking_open:
+        # A thinking block opened (an empty delta: its start) or goes on: the spinner says so and for how
+        # long (agent/repl/thinking_status.py); with the display omitted there is no text. Text is shown
+        # dimmed and apart from the answer, collapsed after THINKING_LINES lines (the rest is counted).
+        if self.thinking_clock.started is None:  # a new block: what streamed before it is complete
             self.end_text()
+            self.thinking_clock.start()
+        if delta and not self._thinking_open:
             self.console.print(Text("✻ Thinking…", style="dim italic"))
             self._thinking_open, self._thinking_shown, self._thinking_hidden = True, 0, 0
+        self._running[THINKING_KEY] = self.thinking_clock.running() or "thinking"
+        self._show_live()
         self._thinking_buf += delta
         *lines, self._thinking_buf = self._thinking_buf.split("\n")
         for line in lines:
@@ -224,6 +232,11 @@ class Renderer:
             if self._thinking_hidden:
                 self.console.print(Text(f"  … {self._thinking_hidden} more lines of thinking", style="dim italic"))
         self._thinking_open, self._thinking_buf = False, ""
+        done = self.thinking_clock.stop()
+        if done is not None:
+            self._running.pop(THINKING_KEY, None)
+            self._show_live()
+            self.console.print(Text(f"✻ {done}", style="dim italic"))
 
     def end_text(self) -> None:
         """The streamed reply is complete: print what is left for good, once."""

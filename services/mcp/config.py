@@ -43,6 +43,7 @@ class ServerConfig:
     url: str = ""
     headers: dict[str, str] = field(default_factory=dict)
     scope: str = "project"  # user | project | local | config (MCP_CONFIG)
+    always_load: bool | None = None  # Claude Code's `alwaysLoad`: true keeps the tools out of tool search
 
 
 def expand_vars(value: str, environ: Mapping[str, str]) -> str:
@@ -80,6 +81,15 @@ def parse_server(name: str, raw: Any, source: str, environ: Mapping[str, str]) -
     """One server entry, or ValueError with the problem."""
     if not isinstance(raw, dict):
         raise ValueError("must be an object")
+    always = raw.get("alwaysLoad")
+    if always is not None and not isinstance(always, bool):
+        raise ValueError('"alwaysLoad" must be true or false')
+    cfg = _parse_transport(name, raw, source, environ)
+    cfg.always_load = always
+    return cfg
+
+
+def _parse_transport(name: str, raw: dict[str, Any], source: str, environ: Mapping[str, str]) -> ServerConfig:
     kind = raw.get("type", "stdio")
     if kind in ("http", "streamable-http", "streamable_http", "streamableHttp"):
         url = raw.get("url")
