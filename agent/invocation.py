@@ -220,7 +220,7 @@ def build_invocation(ns: argparse.Namespace) -> Invocation:
         extra_settings=extra_settings,
         setting_sources=boundary.setting_sources,
         trusted=trusted,
-        merged=merged,
+        merged=merged, output_style=boundary.output_style,
         permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
         fork_session=ns.fork_session,

@@ -7,7 +7,7 @@ Scopes, lowest first (a later scope's scalar wins; lists and maps add up):
   flags    `--settings FILE|JSON` (parsed by the CLI)
 
 Fields read here: `permissions.{allow,ask,deny,defaultMode,additionalDirectories}`, `hooks`, `env`,
-`model`, `mcpServers`, `statusLine`, `sandbox` (services/sandbox_settings.py), `secretEnv` (more variable names kept from children) and `passEnv` (secret
+`model`, `mcpServers`, `statusLine`, `outputStyle`, `sandbox` (services/sandbox_settings.py), `secretEnv` (more variable names kept from children) and `passEnv` (secret
 names a user lets through to children; user and flags scopes only). A malformed file or field is one
 warning naming the file and the field, and only that part is ignored.
 
@@ -53,6 +53,8 @@ class MergedSettings:
     mcp_servers: dict[str, tuple[str, Any]] = field(default_factory=dict)  # name -> (source file, raw)
     hooks: list[tuple[str, Any]] = field(default_factory=list)  # (source file, raw `hooks` table)
     status_line: dict[str, Any] | None = None  # Claude Code's `statusLine`: {type: command, command, padding}
+    output_style: str | None = None  # Claude Code's `outputStyle` (a style's name)
+    output_style_source: str = ""  # the file that set it, for a warning naming it
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # Claude Code's `sandbox` block
@@ -163,6 +165,12 @@ def _merge_file(out: MergedSettings, f: SettingsFile, trusted: bool) -> None:
             out.ignored.append(f"statusLine command ({src})")  # a command from the repository: runs once trusted
         else:
             out.status_line = {"command": line["command"], "padding": line.get("padding", 0), "source": str(src)}
+    if "outputStyle" in data:
+        style = data["outputStyle"]
+        if not isinstance(style, str) or not style.strip():
+            w.append(f"{where('outputStyle')}: must be a style's name; ignored")
+        else:  # only words for the model, as the repository's CLAUDE.md: allowed before trust too
+            out.output_style, out.output_style_source = style.strip(), str(src)
     if "env" in data:
         env = data["env"]
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
