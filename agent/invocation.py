@@ -290,7 +290,7 @@ def _app_options(flags: Flags, settings: Settings, boundary: AppOptions, interac
         extra_settings=flags.extra_settings,
         setting_sources=boundary.setting_sources,
         trusted=boundary.trusted,
-        merged=boundary.merged,
+        merged=boundary.merged, output_style=boundary.output_style,
         permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
         fork_session=ns.fork_session,

@@ -7,7 +7,7 @@ Scopes, lowest first (a later scope's scalar wins; lists and maps add up):
   flags    `--settings FILE|JSON` (parsed by the CLI)
 
 Fields read here: `permissions.{allow,ask,deny,defaultMode,additionalDirectories}`, `hooks`, `env`,
-`model`, `mcpServers`, `statusLine`, `sandbox` (services/sandbox_settings.py), `secretEnv` (more variable names kept from children) and `passEnv` (secret
+`model`, `mcpServers`, `statusLine`, `outputStyle`, `sandbox` (services/sandbox_settings.py), `secretEnv` (more variable names kept from children) and `passEnv` (secret
 names a user lets through to children; user and flags scopes only). A malformed file or field is one
 warning naming the file and the field, and only that part is ignored.
 
@@ -55,6 +55,8 @@ class MergedSettings:
     mcp_servers: dict[str, tuple[str, Any]] = field(default_factory=dict)  # name -> (source file, raw)
     hooks: list[tuple[str, Any]] = field(default_factory=list)  # (source file, raw `hooks` table)
     status_line: dict[str, Any] | None = None  # Claude Code's `statusLine`: {type: command, command, padding}
+    output_style: str | None = None  # Claude Code's `outputStyle` (a style's name)
+    output_style_source: str = ""  # the file that set it, for a warning naming it
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # Claude Code's `sandbox` block
@@ -199,6 +201,13 @@ def _merge_status_line(m: _FileMerge, line: Any) -> None:
         m.out.status_line = {"command": line["command"], "padding": line.get("padding", 0), "source": str(m.src)}
 
 
+def _merge_output_style(m: _FileMerge, style: Any) -> None:
+    if not isinstance(style, str) or not style.strip():
+        m.warn("outputStyle", "must be a style's name")
+    else:  # only words for the model, as the repository's CLAUDE.md: allowed before trust too
+        m.out.output_style, m.out.output_style_source = style.strip(), str(m.src)
+
+
 def _merge_env(m: _FileMerge, env: Any) -> None:
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         m.warn("env", "must be an object of strings")
@@ -252,6 +261,7 @@ _FIELDS: tuple[tuple[str, Callable[[_FileMerge, Any], None]], ...] = (
     ("permissions", _merge_permissions),
     ("hooks", _merge_hooks),
     ("statusLine", _merge_status_line),
+    ("outputStyle", _merge_output_style),
     ("env", _merge_env),
     ("model", _merge_model),
     ("mcpServers", _merge_mcp_servers),

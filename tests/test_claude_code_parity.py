@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,17 @@ NOTEBOOK = {"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "executi
 DIFFERENCES: dict[str, str] = {
     "glob_match": "order: Claude Code lists Glob matches oldest first (its equal-mtime ties in walk order); this "
                   "agent lists them newest first, ties by path, so the files touched last survive the 100-file cut",
+    "glob_order": "order: Claude Code 2.1.332 still lists Glob matches oldest first; this agent newest first",
+    "read_big_allow_large": "a 300 KB Read with allow_large goes over this agent's per-message tool-result budget "
+                            "and is saved to a file with a preview; Claude Code sends it whole",
+    "edit_without_read": "Claude Code 2.1.332 edits a file the session never read; this agent still asks for a Read "
+                         "first, so an edit never lands on content the model has not seen",
+    "write_existing_unread": "Claude Code 2.1.332 overwrites a file the session never read; this agent asks for a "
+                             "Read first (the same guard as Edit)",
+    "todowrite": "Claude Code 2.1.332 disables TodoWrite in -p runs; this agent keeps offering it",
 }
+# The version of Claude Code every fixture in tests/fixtures/claude_code/ was recorded from.
+RECORDED_VERSION = "2.1.332"
 
 # Runs: each is one CLI session with one tool call per turn, in this order, on a fresh copy of the project.
 # Scenarios share a run only when none changes what a later one sees (a Read before Edit, new files, ...).
@@ -47,25 +59,36 @@ RUNS: dict[str, dict[str, Any]] = {
     "base": {"scenarios": [
         "edit_without_read", "write_existing_unread", "unknown_tool",
         "read_whole", "read_offset_limit", "read_missing", "read_empty", "read_offset_past_end", "read_python",
-        "read_directory", "bash_echo", "bash_true", "bash_whitespace", "bash_exit3", "bash_exit1_no_output",
+        "read_empty_offset", "read_directory", "todowrite", "bash_echo", "bash_true", "bash_whitespace", "bash_exit3", "bash_exit1_no_output",
         "bash_stderr_only_ok", "bash_output_30001_chars", "bash_large_output", "grep_files_with_matches",
         "grep_files_multi", "grep_content_one_file", "grep_content_no_n", "grep_content_multi",
         "grep_content_context", "grep_count", "grep_no_match", "grep_content_no_match", "glob_match",
         "glob_no_match"]},
-    "files": {"scenarios": ["read_relative_path", "read_no_trailing_newline", "read_long_file", "read_big_file"],
+    "files": {"scenarios": ["read_relative_path", "read_no_trailing_newline", "read_long_file", "read_big_file",
+                            ],
               "setup": {"nonl.txt": "alpha\nbeta", "long.txt": "".join(f"row {i}\n" for i in range(1, 2501)),
                         "big.txt": ("y" * 99 + "\n") * 3000}},
     "edits": {"scenarios": ["edit_not_found", "edit_not_unique", "edit_success", "edit_replace_all",
                             "write_existing_after_read", "write_new", "notebook_replace"],
               "setup": {"nb.ipynb": json.dumps(NOTEBOOK, indent=1) + "\n"}},
+    "multiline": {"scenarios": ["edit_multiline"]},
+    "large": {"scenarios": ["read_big_allow_large", "read_long_allow_large"],
+              "setup": {"long.txt": "".join(f"row {i}\n" for i in range(1, 2501)), "big.txt": ("y" * 99 + "\n") * 3000}},
+    "glob_order": {"scenarios": ["glob_order"],
+                   "setup": {"c.md": "x\n", "a.md": "x\n", "sub/b.md": "x\n", "B.md": "x\n"},
+                   "mtimes": {"c.md": "2026-01-02", "a.md": "2026-01-04", "sub/b.md": "2026-01-01", "B.md": "2026-01-03"}},
     "denied": {"scenarios": ["denied_write_default_mode", "denied_edit_default_mode"], "mode": "default"},
 }
 
 
-def _project(root: Path, setup: dict[str, str]) -> None:
+def _project(root: Path, setup: dict[str, str], mtimes: dict[str, str] | None = None) -> None:
     root.mkdir(parents=True)
     for name, text in {"a.txt": A_TXT, "empty.txt": "", "hello.py": HELLO_PY, **setup}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
+    for name, day in (mtimes or {}).items():
+        stamp = datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()
+        os.utime(root / name, (stamp, stamp))
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=master"]
     for args in (["init", "-q"], ["add", "a.txt", "empty.txt", "hello.py"], ["commit", "-qm", "init"]):
         subprocess.run(git + args, cwd=root, check=True, capture_output=True)
@@ -104,7 +127,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for run_name, run in RUNS.items():
         home, cwd = base / run_name / "home", base / run_name / "proj"
         home.mkdir(parents=True)
-        _project(cwd, run.get("setup", {}))
+        _project(cwd, run.get("setup", {}), run.get("mtimes"))
         fake = FakeAnthropic()
         calls, last = _calls(run, cwd)
         for call in calls:
@@ -147,6 +170,11 @@ def test_tool_result_matches_claude_code(scenario: str, observed, request) -> No
 
 # Tools Claude Code has and this agent does not offer, or offers with another schema, and why.
 SCHEMA_DIFFERENCES: dict[str, str] = {
+    "glob_match": "order: Claude Code lists Glob matches oldest first (its equal-mtime ties in walk order); this "
+                  "agent lists them newest first, ties by path, so the files touched last survive the 100-file cut",
+    "glob_order": "order: Claude Code 2.1.332 still lists Glob matches oldest first; this agent newest first",
+    "read_big_allow_large": "a 300 KB Read with allow_large goes over this agent's per-message tool-result budget "
+                            "and is saved to a file with a preview; Claude Code sends it whole",
     "Agent": "this agent's sub-agent takes description, prompt and tool_names (the tools it may use); Claude Code's "
              "subagent_type/model/run_in_background/isolation need agent types, background tasks and worktrees "
              "this agent does not have",
@@ -181,3 +209,19 @@ def test_the_fixtures_are_small_and_regenerable() -> None:
     total = sum(p.stat().st_size for p in FIXTURES.iterdir() if p.is_file())
     assert total < 200_000
     assert (FIXTURES / "record.py").is_file() and "2.1." in (FIXTURES / "version.txt").read_text()
+
+
+def test_every_fixture_was_recorded_from_the_same_claude_code() -> None:
+    """The recordings name their Claude Code version; one recorded from another version fails here."""
+    versions = {"version.txt": (FIXTURES / "version.txt").read_text().split()[0]}
+    for path in FIXTURES.glob("*.json"):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and isinstance(data.get("version"), str):
+            versions[path.name] = data["version"].split()[0]
+    for path in FIXTURES.glob("*_2.1.*.json"):  # a recording named after its version
+        versions[path.name] = path.stem.rsplit("_", 1)[1]
+    shape = json.loads((FIXTURES / "request_shape.json").read_text())
+    agent = shape["headers"].get("user-agent") or ""
+    if agent:
+        versions["request_shape.json"] = agent.split("/")[1].split()[0]
+    assert {n: v for n, v in versions.items() if v != RECORDED_VERSION} == {}, versions

@@ -16,6 +16,10 @@ from tools.fsutil import looks_binary, number_lines, sniff_image
 
 MAX_LINE_CHARS = 2000
 MAX_BYTES_WHOLE = 256 * 1024
+# With allow_large: Claude Code lifts the cap to the room left in the context; this agent does not track
+# that room here, so a fixed bound stands in (about 250k tokens of text).
+MAX_BYTES_LARGE = 1024 * 1024
+EMPTY_FILE = "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>"
 MAX_PDF_PAGES = 20
 UNCHANGED_STUB = (
     "File unchanged since last read. The content from the earlier Read tool_result in this conversation "
@@ -26,7 +30,7 @@ DESCRIPTION = """Reads a file from the local filesystem.
 
 Usage:
 - file_path should be absolute (a path relative to the working directory also works).
-- It reads the whole file (up to 256 KB). For larger files pass offset (the line to start at) and limit (how many lines), or Grep for the part you need.
+- It reads the whole file (up to 256 KB). For larger files pass offset (the line to start at) and limit (how many lines), or Grep for the part you need; allow_large: true reads past that limit (up to 1 MB) when you genuinely need all of it.
 - Results have a line-number prefix: the number, then a tab. The prefix is NOT part of the file: never include it in Edit's old_string.
 - Lines longer than 2000 characters are cut, with a marker.
 - Images (PNG, JPEG, GIF, WebP) come back as images. PDFs come back as text per page; for a PDF over 20 pages pass pages (e.g. "1-5").
@@ -38,7 +42,15 @@ Usage:
 def _too_large(size: int) -> str:
     return (f"File content ({round(size / 1024)}KB) exceeds maximum allowed size ({MAX_BYTES_WHOLE // 1024}KB). "
             "Use offset and limit parameters to read specific portions of the file, or search for specific "
-            "content instead of reading the whole file.")
+            "content instead of reading the whole file. To read it anyway, up to what still fits in your context, "
+            "call Read again with allow_large: true — only if you genuinely need all of it or the user asked for "
+            "the whole file.")
+
+
+def _too_large_even_allowed(size: int) -> str:
+    return (f"File content ({round(size / 1024)}KB) exceeds what Read returns even with allow_large "
+            f"({MAX_BYTES_LARGE // 1024}KB). Use offset and limit parameters to read specific portions of the file, "
+            "or search for specific content instead of reading the whole file.")
 
 
 def _short_of_offset(offset: int, total: int) -> str:
@@ -56,6 +68,7 @@ class ReadTool(Tool):
             "offset": {"type": "integer", "minimum": 0, "description": "The line number to start at. Only for files too large to read at once."},
             "limit": {"type": "integer", "exclusiveMinimum": 0, "description": "The number of lines to read. Only for files too large to read at once."},
             "pages": {"type": "string", "description": "Page range for PDF files, e.g. \"1-5\", \"3\" (at most 20 pages per call)."},
+            "allow_large": {"type": "boolean", "description": "Set to true to read a text file, or a line range of one, that is over the usual size limit. Only when you need all of it; otherwise read it in parts or search it."},
         },
         "required": ["file_path"],
         "additionalProperties": False,
@@ -106,16 +119,17 @@ class ReadTool(Tool):
                         f"{path} is a binary file ({st.st_size} bytes); Read shows text only. Use Bash "
                         "(e.g. `file`, `xxd | head`) to inspect it."
                     )
-                if st.st_size > MAX_BYTES_WHOLE and offset is None and limit is None:
-                    raise ToolError(_too_large(st.st_size))
+                if offset is None and limit is None:
+                    _check_size(st.st_size, input.get("allow_large") is True)
                 f.seek(0)
                 text, total, start, shown = _window(f, offset, limit)
         except PermissionError:
             raise ToolError(f"Permission denied reading {path}. Check the file's permissions.") from None
         read_state.record(ctx, path, offset=offset, limit=limit, from_read=True)
         if not shown:
-            # Claude Code's wording, also for an empty file (one empty line, nothing to show).
-            return ToolOutput(_short_of_offset(start, total), summary="nothing to show")
+            # Claude Code's wordings: an empty file says so whatever the offset; else the file is too short.
+            empty = st.st_size == 0
+            return ToolOutput(EMPTY_FILE if empty else _short_of_offset(start, total), summary="nothing to show")
         return ToolOutput(text, summary=f"{shown} lines")
 
     def _image(self, path: Path, f: BinaryIO, head: bytes, media: str, size: int, ctx: ToolContext,
@@ -127,6 +141,14 @@ class ReadTool(Tool):
         block = {"type": "image", "source": {"type": "base64", "media_type": media,
                                               "data": base64.b64encode(data).decode("ascii")}}
         return ToolOutput([block], summary=f"image, {size} bytes")
+
+
+def _check_size(size: int, allow_large: bool) -> None:
+    """A whole-file read over the cap is refused with Claude Code's words; allow_large raises the cap."""
+    if size > MAX_BYTES_LARGE and allow_large:
+        raise ToolError(_too_large_even_allowed(size))
+    if size > MAX_BYTES_WHOLE and not allow_large:
+        raise ToolError(_too_large(size))
 
 
 CHUNK = 1 << 20

@@ -26,6 +26,7 @@ from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with_updates
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
+from agent.output_style import style_name, style_names
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -173,7 +174,7 @@ class HeadlessRun:
             + [s.name for s in self.engine.skills if s.name not in {c.name for c in self.engine.custom_commands}],
             "apiKeySource": "ANTHROPIC_API_KEY" if not self.inv.settings.mock else "none",
             "claude_code_version": __version__,
-            "output_style": "default",
+            "output_style": style_name(self.engine),
             "agents": [],
             "skills": [s.name for s in self.engine.skills],
             "plugins": [],
@@ -581,8 +582,8 @@ class ControlSession:
             hooks = req.get("hooks")
             self.hook_registry = hooks if isinstance(hooks, dict) else {}
             self.initialized.set()
-            self._answer(rid, {"commands": [], "agents": [], "output_style": "default",
-                               "available_output_styles": ["default"], "models": [],
+            self._answer(rid, {"commands": [], "agents": [], "output_style": style_name(self.engine),
+                               "available_output_styles": style_names(self.inv.app.cwd), "models": [],
                                "account": {"apiProvider": "firstParty"}, "pid": _pid(),
                                "claude_code_version": __version__,
                                "current_permission_mode": self.inv.app.permission_mode})

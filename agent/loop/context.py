@@ -17,6 +17,7 @@ from pathlib import Path
 from services.git_safe import SafeGit, find_git_dir, main_branch_from_files, read_head, recent_commits
 from services.instructions import InstructionTracker, Loaded, Places, claude_md_text, load_instructions
 from services.memory import MemoryStore, memory_section
+from services.output_styles import OutputStyle, style_reminder, style_section
 from services.skills import Skill, skill_catalog
 from services.trace import trace
 
@@ -153,10 +154,13 @@ def build_system_prompt(
     env: str | None = None,
     instructions: str | None = None,
     trusted: bool = True,
+    style: OutputStyle | None = None,
 ) -> str:
     """The whole system prompt. `instructions` is the CLAUDE.md text (loaded here when None); `env` reuses
-    a block."""
+    a block; `style` adds an output style's section (and, last, Claude Code's reminder line for it)."""
     parts = [BASE_PROMPT, env if env is not None else environment_block(cwd)]
+    if style is not None:
+        parts.append(style_section(style))
     if instructions is None:
         instructions = claude_md_text(load_instructions(instruction_places(cwd, home), trusted).files)
     if instructions:
@@ -165,6 +169,8 @@ def build_system_prompt(
     catalog = skill_catalog(skills or [])
     if catalog:
         parts.append(catalog)
+    if style is not None:
+        parts.append(style_reminder(style))
     return "\n\n".join(parts)
 
 
@@ -202,6 +208,7 @@ class SystemPromptBuilder:
         self._prompt = ""
         self._env_session: str | None = None
         self._env = ""
+        self.style: OutputStyle | None = None  # the output style in force (/output-style may change it)
 
     def _inputs_key(self) -> tuple:
         watched = self.loaded.watched if self.loaded else []
@@ -226,14 +233,15 @@ class SystemPromptBuilder:
                 self.tracker.reset()
             self._env_session = session
             self._env = environment_block(self.cwd, self.trusted)
-        key = (session, snap.mtime_ns, snap.size, self._inputs_key())
+        style = self.style.name if self.style else ""
+        key = (session, snap.mtime_ns, snap.size, self._inputs_key(), style)
         if key != self._key or self.loaded is None:
             instructions = self._load()
             self._prompt = build_system_prompt(
                 self.cwd, home=self.home, skills=self.skills, memory=snap.content, env=self._env,
-                instructions=instructions,
+                instructions=instructions, style=self.style,
             )
-            self._key = (session, snap.mtime_ns, snap.size, self._inputs_key())
+            self._key = (session, snap.mtime_ns, snap.size, self._inputs_key(), style)
             self.builds += 1
             trace("context.system_prompt", chars=len(self._prompt), build=self.builds, skills=len(self.skills),
                   instruction_files=len(self.loaded.files) if self.loaded else 0)

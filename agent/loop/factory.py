@@ -56,6 +56,7 @@ class AppOptions:
     permission_mode_set: bool = False  # --permission-mode given: settings' defaultMode does not apply
     sandbox: Any = None  # tools.sandbox.Sandbox, made by `load_boundary` (or build_engine)
     json_schema: dict[str, Any] | None = None  # --json-schema: the final answer's shape, told in the system prompt
+    output_style: Any = None  # services.output_styles.OutputStyle in force (None: default), set by load_boundary
 
 
 def load_boundary(opts: AppOptions) -> list[str]:
@@ -71,6 +72,9 @@ def load_boundary(opts: AppOptions) -> list[str]:
     use_environment(os.environ, read_dotenv(opts.cwd) if opts.trusted else {})
     credentials.configure(merged.secret_env, merged.pass_env, merged.env)
     lines = [f"warning: {w}" for w in merged.warnings]
+    opts.output_style, style_warning = pick_output_style(opts, merged)
+    if style_warning:
+        lines.append(f"warning: {style_warning}")
     opts.sandbox = make_sandbox(opts, merged)
     notice = opts.sandbox.unavailable_notice()
     if notice:
@@ -80,6 +84,17 @@ def load_boundary(opts: AppOptions) -> list[str]:
         if wants:
             lines.append("notice: " + untrusted_notice(opts.cwd, wants))
     return lines
+
+
+def pick_output_style(opts: AppOptions, merged: MergedSettings) -> tuple[Any, str | None]:
+    """The style `outputStyle` names (None: default), and a one-line warning naming the file if none has it."""
+    from services.output_styles import discover_styles, resolve_style
+    from services.settings import user_files
+
+    if not merged.output_style:
+        return None, None
+    styles = discover_styles(opts.cwd, user_files(agent_home())[0].parent)
+    return resolve_style(merged.output_style, styles, merged.output_style_source)
 
 
 def make_sandbox(opts: AppOptions, merged: MergedSettings):  # noqa: ANN201 - tools.sandbox.Sandbox
@@ -281,7 +296,9 @@ def instruction_prompt(opts: AppOptions, home: Path, skills: list) -> SystemProm
                      if opts.trusted or f.scope not in ("project", "local")]
     excludes = [p for f in trusted_files for p in _str_list(f.data.get("claudeMdExcludes"))]
     places = instruction_places(opts.cwd, home, Path.home(), user_files(home)[0].parent)
-    return SystemPromptBuilder(opts.cwd, home, skills, trusted=opts.trusted, places=places, excludes=excludes)
+    builder = SystemPromptBuilder(opts.cwd, home, skills, trusted=opts.trusted, places=places, excludes=excludes)
+    builder.style = opts.output_style
+    return builder
 
 
 def _str_list(value: object) -> list[str]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from prompt_toolkit.formatted_text import ANSI, to_formatted_text
 
+from agent.output_style import style_name
 from agent.repl.live_area import merge_fragments
 from agent.repl.permission_menu import ESCAPE_SEQUENCE
 from services.trace import trace
@@ -189,7 +190,7 @@ def status_payload(engine: Any, cwd: Path, cost_usd: float, context_tokens: int,
         "model": {"id": model, "display_name": known.display_name if known and known.display_name else model},
         "workspace": {"current_dir": str(cwd), "project_dir": str(cwd)},
         "version": version,
-        "output_style": {"name": "default"},
+        "output_style": {"name": style_name(engine)},
         "permission_mode": engine.gate.mode,
         "cost": {"total_cost_usd": round(cost_usd, 6), "total_duration_ms": int((time.time() - started) * 1000),
                  "total_api_duration_ms": api_ms, "total_lines_added": 0, "total_lines_removed": 0},
