@@ -165,7 +165,8 @@ async def test_permissions_show_and_switch(env) -> None:
     await ctx.router.dispatch("/permissions", ctx)
     out = buf.getvalue()
     assert "Permission mode: default" in out
-    assert "allow  Bash(git status:*)" in out and "allow  Write(a.txt)  (this session)" in out
+    assert "allow  Bash(git status:*)  [cliArg: command line]" in out
+    assert "allow  Write(a.txt)  [session: this session]" in out
     await ctx.router.dispatch("/permissions acceptEdits", ctx)
     assert ctx.engine.gate.mode == "acceptEdits"
     await ctx.router.dispatch("/permissions yolo", ctx)

@@ -311,6 +311,7 @@ class Repl:
         self._pending_inject: list[Any] = []  # `!command` runs, given to the model with the next prompt
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
+        self.engine.gate.notify = lambda line: self.say(line, "dim")  # where a "don't ask again" rule went
         # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
         self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
         self.engine.state.extras[CHECKPOINTS_KEY] = self.checkpoints

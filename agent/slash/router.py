@@ -310,29 +310,9 @@ def _switch_model(ctx: CommandContext, model: str) -> None:
 
 
 def cmd_permissions(ctx: CommandContext, args: str) -> None:
-    from tools.permissions import MODES
+    from agent.slash.permissions import cmd_permissions as show_or_change
 
-    gate = ctx.engine.gate
-    if args:
-        mode = args.split()[0]
-        if mode not in MODES:
-            ctx.say(f"Unknown mode {mode!r}; choose one of: {', '.join(MODES)}.", "yellow")
-            return
-        gate.mode = mode
-        ctx.say(f"Permission mode: {mode}.")
-        return
-    ctx.say(f"Permission mode: {gate.mode}  (switch with /permissions <{'|'.join(MODES)}>)")
-    opts = ctx.opts
-    allowed = list(getattr(opts, "allowed_tools", []) or [])
-    denied = list(getattr(opts, "disallowed_tools", []) or [])
-    for rule in allowed:
-        ctx.say(f"  allow  {rule}")
-    for rule in denied:
-        ctx.say(f"  deny   {rule}")
-    for name, target in getattr(gate, "session_rules", []):
-        ctx.say(f"  allow  {name}({target})  (this session)" if target else f"  allow  {name}  (this session)")
-    if not (allowed or denied or getattr(gate, "session_rules", [])):
-        ctx.say("  no rules", "dim")
+    show_or_change(ctx, args)
 
 
 def cmd_status(ctx: CommandContext, args: str) -> None:
@@ -619,7 +599,7 @@ def default_router() -> CommandRouter:
     router.register("context", cmd_context, "show what fills the context window")
     router.register("cost", cmd_cost, "tokens and estimated cost of this session", aliases=("usage",))
     router.register("model", cmd_model, "show or set the model [name]")
-    router.register("permissions", cmd_permissions, "show mode and rules; switch mode [mode]")
+    router.register("permissions", cmd_permissions, "list rules with their files; remove N; switch mode [mode]")
     router.register("status", cmd_status, "session, model, mode and context usage")
     router.register("memory", cmd_memory, "show the instruction and memory files in use, and from where")
     router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")
