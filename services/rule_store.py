@@ -10,8 +10,6 @@ broken JSON is refused with one line; it is never rewritten.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from services.json_edit import (
     parse_spans,
     remove_from_array,
 )
+from services.private_fs import write_private
 
 LOCAL_RULES_FILE = Path(".claude") / "settings.local.json"
 RULE_LISTS = ("allow", "ask", "deny")
@@ -78,23 +77,6 @@ def _with_rule(text: str, root: Node, path: Path, behavior: str, rule: str) -> s
     if rules is None:
         return add_member(text, perms, behavior, [rule])
     return append_to_array(text, rules, rule)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Replace `path` atomically with `text`, mode 0600 whatever the umask; a new parent is 0700."""
-    from services.session import ensure_private_dir
-
-    ensure_private_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)  # mkstemp: 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _rules_in(data: Any, behavior: str) -> list[Any]:

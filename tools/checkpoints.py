@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.private_fs import ensure_private_dir
+
 CHECKPOINTS_KEY = "checkpoints"
 WRITING_TOOLS = ("Edit", "Write", "NotebookEdit")
 BASH_TOOL = "Bash"
@@ -285,7 +287,7 @@ def _read_nofollow(path: str) -> bytes:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
@@ -457,9 +459,9 @@ class CheckpointStore:
         root, real_index, repo_objects = loc
         tag = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
         objects = self.directory / "git" / tag / "objects"
-        objects.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(objects)
         index = self.directory / str(turn) / f"git-{tag}.index"
-        index.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(index.parent)
         env = _git_env(base, str(index), str(objects), repo_objects)
         excluded = _excluded_rels(root, self._own_dirs())
 

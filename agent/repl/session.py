@@ -81,6 +81,7 @@ from agent.slash.router import CommandContext, CommandRouter, context_percent, c
 from agent.slash.skills import register_custom_commands, register_skill_commands
 from services.config import project_dir
 from services.events import AssistantEvent, ToolEndEvent
+from services.private_fs import append_private
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
 from tools.checkpoints import CHECKPOINTS_KEY, CheckpointStore
@@ -284,7 +285,7 @@ class Repl:
         if history is None:
             path = history_path(self.cwd)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                append_private(path, "")  # prompt-toolkit would create it with the umask's mode
                 history = FileHistory(str(path))
             except OSError:
                 history = InMemoryHistory()
@@ -1036,9 +1037,7 @@ def _trust_answered(cwd: Path, home: Path) -> bool:
 
 def _record_answer(cwd: Path, home: Path) -> None:
     try:
-        home.mkdir(parents=True, exist_ok=True)
-        with _answered_file(home).open("a", encoding="utf-8") as fh:
-            fh.write(str(cwd.resolve()) + "\n")
+        append_private(_answered_file(home), str(cwd.resolve()) + "\n")
     except OSError:
         pass
 
