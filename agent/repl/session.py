@@ -584,7 +584,7 @@ class Repl:
     async def pick(self, title: str, options: list[tuple[str, str]]) -> str | None:
         self.say(title, "bold")
         for i, (value, label) in enumerate(options, 1):
-            self.say(f"{i:>2}. {value}  {label}")
+            self.say(f"{i:>2}. {label}" if value == str(i) else f"{i:>2}. {value}  {label}")
         answer = ((await self.ask_text("Number (Enter to cancel): ")) or "").strip()
         if not answer:
             return None
@@ -593,7 +593,7 @@ class Repl:
         for value, _ in options:
             if value == answer:
                 return value
-        self.say(f"No session {answer!r}.", "yellow")
+        self.say(f"No choice {answer!r}.", "yellow")
         return None
 
     async def ask(self, request: PermissionRequest) -> Answer | PermissionResult:
@@ -831,30 +831,11 @@ class Repl:
         ]
 
     async def remember(self, note: str) -> None:
-        """`# note`: append the note to a memory file the agent reads (project memory, or the user's own)."""
-        from services.config import agent_home
+        """`# note`: append the note to an instruction file (Enter: the project's CLAUDE.md / AGENTS.md)."""
+        from agent.repl.memory_note import claude_dir_of, remember_note
 
-        if not note:
-            self.say("Usage: # note to remember", "dim")
-            return
-        project = Path(self.engine.prompt_builder.memory_path) if getattr(self.engine, "prompt_builder", None) \
-            else self.cwd / ".agents" / "memory" / "MEMORY.md"
-        user = agent_home() / "AGENTS.md"
-        choice = await self.pick("Save this memory to:", [("1", f"project memory  {project}"),
-                                                          ("2", f"user memory     {user}")])
-        if choice is None:
-            self.say("Not saved.", "dim")
-            return
-        target = project if choice == "1" else user
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "a", encoding="utf-8") as fh:
-                fh.write(("" if not target.stat().st_size or target.read_text(encoding="utf-8").endswith("\n")
-                          else "\n") + f"- {note}\n")
-        except OSError as exc:
-            self.say(f"Could not save to {target}: {exc.strerror}", "red")
-            return
-        self.say(f"Saved to {target}", "dim")
+        await remember_note(note, self.cwd, claude_dir_of(self.engine), self.say, self.ask_text,
+                            trusted=bool(getattr(self.engine.prompt_builder, "trusted", True)))
 
     async def start_mcp(self) -> None:
         """Start MCP servers in the background (if any are configured): `/mcp`, prompt commands as servers

@@ -374,6 +374,12 @@ def cmd_memory(ctx: CommandContext, args: str) -> None:
     size = len(builder.memory.content or "") if builder is not None else 0
     state = f"{size} chars" if builder is not None and builder.memory.content is not None else "not created yet"
     ctx.say(f"Agent memory: {memory} ({state})")
+    from agent.repl.memory_note import claude_dir_of, note_targets
+
+    ctx.say("`# note` saves to (Enter = 1):")
+    for i, t in enumerate(note_targets(ctx.cwd, claude_dir_of(ctx.engine)), 1):
+        size = t.path.stat().st_size if t.path.is_file() else None
+        ctx.say(f"  {i}. {t.path}  ({'not created yet' if size is None else f'{size} bytes'})")
 
 
 def cmd_init(ctx: CommandContext, args: str) -> CommandResult:
