@@ -179,7 +179,7 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
             "Keys: Enter sends · Alt-Enter, Ctrl-J or \\ then Enter: new line · Tab completes /commands and @files "
             "· Up/Down history · Ctrl-R search · Shift+Tab cycles default/acceptEdits/plan · Ctrl-C or Esc "
             "interrupts (twice at an empty prompt exits) · Ctrl-D exits · type ahead while a turn runs: Enter "
-            "queues it · !command runs in bash · # note saves a memory",
+            "queues it · !command runs in bash · # note saves to CLAUDE.md",
             style="dim",
         )
     )
