@@ -14,6 +14,7 @@ import secrets
 from pathlib import Path
 
 from services.config import agent_home
+from services.private_fs import ensure_private_dir
 
 FILE_NAME = "install-id"
 _VALID = re.compile(r"^[0-9a-f]{64}$")
@@ -31,7 +32,7 @@ def install_id(home: Path | None = None) -> str:
         pass
     new = secrets.token_hex(32)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(path.parent)
         tmp = path.with_name(f".{FILE_NAME}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as f:

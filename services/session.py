@@ -36,6 +36,7 @@ from typing import Any
 
 from services.config import agent_home, project_dir
 from services.messages import Message, normalize_history
+from services.private_fs import ensure_private_dir  # noqa: F401 - re-exported
 
 FORMAT_VERSION = 1
 INDEX_NAME = "sessions.index"
@@ -72,25 +73,6 @@ def new_session_id() -> str:
 
 
 # -- private by default --------------------------------------------------------------------------
-
-
-def ensure_private_dir(path: Path) -> Path:
-    """`mkdir -p` where every directory created is 0700 whatever the umask (mkdir's mode is masked,
-    and `Path.mkdir(parents=True)` gives the parents no mode at all)."""
-    missing: list[Path] = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        if p.parent == p:
-            break
-        p = p.parent
-    for d in reversed(missing):
-        try:
-            d.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        os.chmod(d, 0o700)
-    return path
 
 
 def privacy_warnings(cwd: Path) -> list[str]:

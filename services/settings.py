@@ -20,7 +20,6 @@ MCP servers, the model and directories are dropped and listed in `ignored` for t
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -310,22 +309,7 @@ def save_local_rule(path: Path, rule: str) -> Path:
 
     A malformed existing file is left alone (OSError/ValueError propagate to the caller, who says so).
     """
-    data: dict[str, Any] = {}
-    if path.exists():
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(loaded, dict):
-            raise ValueError(f"{path}: the top level is not an object")
-        data = loaded
-    perms = data.setdefault("permissions", {})
-    if not isinstance(perms, dict):
-        raise ValueError(f"{path}: field 'permissions' is not an object")
-    allow = perms.setdefault("allow", [])
-    if not isinstance(allow, list):
-        raise ValueError(f"{path}: field 'permissions.allow' is not a list")
-    if rule not in allow:
-        allow.append(rule)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    from services.rule_store import add_rule
+
+    add_rule(path, rule)
     return path

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from services.private_fs import ensure_private_dir
 from services.tokens import text_units
 
 PERSISTED_OUTPUT_TAG = "<persisted-output>"
@@ -83,8 +84,7 @@ def write_spill(spill_dir: Path, tool_use_id: str, text: str) -> tuple[Path, int
     """
     directory = Path(spill_dir).absolute()
     if not directory.is_dir():
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(directory, 0o700)  # the mode of mkdir is filtered by the umask
+        ensure_private_dir(directory)
     path = spill_path(directory, tool_use_id)
     data = text.encode("utf-8", errors="replace")
     try:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.private_fs import ensure_private_dir
+
 RECORDS = "trusted-folders.json"
 HOOKS_FILE = Path(".agents") / "hooks.json"
 MCP_FILE = ".mcp.json"
@@ -36,7 +38,7 @@ def _load(home: Path) -> dict[str, Any]:
 
 
 def _save(home: Path, folders: dict[str, Any]) -> None:
-    home.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(home)
     path = records_path(home)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -165,7 +165,8 @@ async def test_permissions_show_and_switch(env) -> None:
     await ctx.router.dispatch("/permissions", ctx)
     out = buf.getvalue()
     assert "Permission mode: default" in out
-    assert "allow  Bash(git status:*)" in out and "allow  Write(a.txt)  (this session)" in out
+    assert "allow  Bash(git status:*)  [cliArg: command line]" in out
+    assert "allow  Write(a.txt)  [session: this session]" in out
     await ctx.router.dispatch("/permissions acceptEdits", ctx)
     assert ctx.engine.gate.mode == "acceptEdits"
     await ctx.router.dispatch("/permissions yolo", ctx)
@@ -258,6 +259,8 @@ async def test_memory_lists_files(env) -> None:
     assert "project  docs/x.md (8 chars; imported by CLAUDE.md)" in out
     assert "project  .claude/rules/py.md (13 chars; paths: src/*.py; waiting for a matching file)" in out
     assert "Agent memory:" in out and "not created yet" in out
+    assert f"1. {ctx.cwd / 'CLAUDE.md'}  (19 bytes)" in out  # where `# note` goes, Enter first
+    assert f"3. {ctx.cwd / 'CLAUDE.local.md'}  (not created yet)" in out
 
 
 async def test_resume_without_picker_lists_sessions(env) -> None:

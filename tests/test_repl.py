@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import signal
 from pathlib import Path
@@ -305,6 +306,8 @@ async def test_permission_always_adds_a_session_rule(project: Path) -> None:
     repl, _ = await _answer(project, model, "a")
     assert (project / "a.txt").read_text() == "x"
     assert repl.engine.gate.session_rules == [("Write", "a.txt")]
+    saved = project / ".claude" / "settings.local.json"  # where Claude Code keeps it: the next session's too
+    assert json.loads(saved.read_text()) == {"permissions": {"allow": ["Write(a.txt)"]}}
 
 
 async def test_permission_no_denies_and_ends_the_turn(project: Path) -> None:

@@ -102,7 +102,7 @@ def test_bang_command_memory_note_and_shift_tab(cli, fake_anthropic, agent_home)
     child.expect_exact(PROMPT_READY)
     child.send("# always run the linter\r")
     child.expect_exact("Save this memory to:")
-    child.send("1\r")
+    child.send("\r")  # Enter: the first choice, the project's CLAUDE.md
     child.expect_exact("Saved to")
     child.expect_exact(PROMPT_READY)
     child.send("\x1b[Z")  # Shift+Tab: default -> acceptEdits, so the Write below runs without a question
@@ -116,8 +116,7 @@ def test_bang_command_memory_note_and_shift_tab(cli, fake_anthropic, agent_home)
     texts = user_texts(fake_anthropic.requests[0])
     assert texts[-3:] == ["<bash-input>ls</bash-input>", texts[-2], "what did you see?"]
     assert "marker-file.txt" in texts[-2] and texts[-2].startswith("<bash-stdout>")
-    memory = Path(cli.cwd) / ".agents" / "memory" / "MEMORY.md"
-    assert memory.read_text().endswith("- always run the linter\n")
+    assert (Path(cli.cwd) / "CLAUDE.md").read_text() == "- always run the linter\n"
 
 
 def test_background_shell_is_read_stopped_and_killed_on_exit(cli, fake_anthropic) -> None:

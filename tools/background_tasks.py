@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.private_fs import ensure_private_dir
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.sandbox import Wrapped
 
@@ -58,7 +59,7 @@ class TaskRegistry:
 
     async def start(self, command: str, cwd: Path, env: dict[str, str], directory: Path,
                     launch: Wrapped | None = None) -> BackgroundTask:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(directory)
         task_id = "b" + secrets.token_hex(4)
         out_path = directory / f"{task_id}.output"
         fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.private_fs import ensure_private_dir
+
 WRITING_TOOLS = ("Edit", "Write", "NotebookEdit")
 BASH_TOOL = "Bash"
 MAX_PRE_IMAGE_BYTES = 10 * 1024 * 1024  # a larger file is not checkpointed (said at rewind)
@@ -284,7 +286,7 @@ def _read_nofollow(path: str) -> bytes:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
@@ -373,8 +375,54 @@ class CheckpointStore:
     # files kind: rel -> (stat key, sha) of the last snapshot per root, so unchanged files are not re-read
     _file_cache: dict[str, dict[str, tuple[list[int], str]]] = field(default_factory=dict)
 
+    # path -> sha256 of the content the agent's last Edit/Write left there: a different file at rewind
+    # time was changed by someone else since, and is reported rather than overwritten.
+    written: dict[str, str] = field(default_factory=dict)
+
     def begin_turn(self, turn: int) -> None:
         self.turn = turn
+
+    def after_write(self, name: str, input: dict[str, Any], cwd: Path) -> None:
+        """After a writing call succeeded: remember what it left in the file. Never raises."""
+        raw = input.get("file_path") or input.get("notebook_path")
+        if name not in WRITING_TOOLS or self.turn < 0 or not isinstance(raw, str) or not raw:
+            return
+        try:
+            path = Path(raw).expanduser()
+            path = (path if path.is_absolute() else cwd / path).resolve()
+            sha = hashlib.sha256(_read_nofollow(str(path))).hexdigest()
+        except (OSError, RuntimeError, ValueError):
+            return
+        self.written[str(path)] = sha
+        self._emit({"type": "checkpoint", "kind": "written", "turn": self.turn, "path": str(path), "sha": sha})
+
+    def after_bash(self) -> None:
+        """A shell of the agent ran: what it left in the files the agent wrote is the agent's too."""
+        for path, sha in list(self.written.items()):  # few: only files the agent edited this session
+            try:
+                now = hashlib.sha256(_read_nofollow(path)).hexdigest()
+            except OSError:
+                now = ""
+            if now != sha:
+                self.written[path] = now
+                self._emit({"type": "checkpoint", "kind": "written", "turn": self.turn, "path": path, "sha": now})
+
+    def changed_by_others(self, turn: int) -> list[str]:
+        """Paths a rewind to `turn` would restore whose content is no longer what the agent wrote."""
+        out = []
+        for cp in self.files_since(turn):
+            sha = self.written.get(cp.path)
+            if sha is None:
+                continue
+            try:
+                now = hashlib.sha256(_read_nofollow(cp.path)).hexdigest()
+            except FileNotFoundError:
+                now = ""
+            except OSError:
+                continue
+            if now != sha:
+                out.append(cp.path)
+        return out
 
     def _emit(self, rec: dict[str, Any]) -> None:
         if callable(self.record):
@@ -506,9 +554,9 @@ class CheckpointStore:
         root, real_index, repo_objects = loc
         tag = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
         objects = self.directory / "git" / tag / "objects"
-        objects.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(objects)
         index = self.directory / str(turn) / f"git-{tag}.index"
-        index.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(index.parent)
         env = _git_env(base, str(index), str(objects), repo_objects)
         excluded = _excluded_rels(root, self._own_dirs())
 
@@ -650,7 +698,10 @@ class CheckpointStore:
             if rec.get("type") != "checkpoint":
                 continue
             kind = rec.get("kind")
-            if kind == "rewound":  # a rewind dropped these turns' checkpoints
+            if kind == "written":
+                if isinstance(rec.get("path"), str) and isinstance(rec.get("sha"), str):
+                    self.written[rec["path"]] = rec["sha"]
+            elif kind == "rewound":  # a rewind dropped these turns' checkpoints
                 try:
                     self._drop_from(int(rec.get("turn", 0)))
                 except (TypeError, ValueError):
@@ -788,10 +839,12 @@ class CheckpointStore:
         """For each path changed at or after `turn`, its earliest checkpoint: the state before that turn."""
         return self._plan(turn)[0]
 
-    def restore(self, turn: int) -> tuple[list[str], list[str]]:
-        """Put every file changed since `turn` back as it was. Returns (restored paths, problems)."""
+    def restore(self, turn: int, keep: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+        """Put every file changed since `turn` back as it was, except the paths in `keep`.
+        Returns (restored paths, problems)."""
         restored: list[str] = []
         plan, problems = self._plan(turn)
+        plan = [cp for cp in plan if cp.path not in keep]
         # Removals first (deepest first), so a directory made since can be replaced by the file it hid.
         removals = sorted((cp for cp in plan if not cp.existed), key=lambda c: c.path.count("/"), reverse=True)
         scratch = self._checkout_all(plan)  # git: all of a snapshot's old files in one git process

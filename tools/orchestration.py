@@ -227,6 +227,11 @@ class ToolRunner:
         output = await tool.call(raw_input, self.ctx.for_call(tid))
         if not isinstance(output, ToolOutput):
             output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
+        if checkpoints is not None:  # what the agent left in the files (a shell may change any)
+            if name == BASH_TOOL:
+                checkpoints.after_bash()
+            elif not output.is_error:
+                checkpoints.after_write(name, raw_input, Path(self.ctx.cwd))
         await self._after_hooks(name, raw_input, tid, output, started)
         return output, False
 

@@ -295,6 +295,8 @@ class PermissionGate:
     rules_file: Path | None = None
     home: Path | None = None
     notices: list[str] = field(default_factory=list)  # e.g. a rules file that could not be written
+    # Told where an "always" rule was saved, or why it was not (the REPL prints it); None: notices only.
+    notify: Callable[[str], None] | None = None
     # One-shot and SDK runs: with nobody to ask, a denial tells the model the permission was not granted.
     headless: bool = False
     # Every denial of the current task, as Claude Code reports them (`permission_denials`).
@@ -661,12 +663,16 @@ class PermissionGate:
             self.session_rules.append((rule.tool, rule.content))
         if self.rules_file is None:
             return
-        from services.settings import save_local_rule
+        from services.rule_store import add_rule
 
         try:
-            save_local_rule(self.rules_file, rule_text)
+            add_rule(self.rules_file, rule_text)
+            line = f"Saved {rule_text} to {self.rules_file}"
         except (OSError, ValueError) as exc:
-            self.notices.append(f"could not save {rule_text} to {self.rules_file}: {exc}")
+            line = f"could not save {rule_text} to {self.rules_file}: {exc}; it holds for this session only"
+            self.notices.append(line)
+        if self.notify is not None:
+            self.notify(line)
 
     def session_rule_for(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> tuple[str, str | None]:
         """Kept for callers of the old API: the (tool, content) of `always_rule_for`."""

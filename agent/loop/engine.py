@@ -30,12 +30,12 @@ from services.events import (
 from services.hooks import NO_HOOKS, Hooks
 from services.messages import Message, repair_pairing, text_block, user_message
 from services.model_types import CallModel
+from services.private_fs import ensure_private_dir
 from services.session import (
     FORMAT_VERSION,
     LoadedSession,
     SessionPaths,
     Transcript,
-    ensure_private_dir,
     new_session_id,
     repair_record,
     touch_index,

@@ -18,7 +18,8 @@ from services.config import Settings, agent_environ, agent_home, env_flag
 from services.hooks import Hooks
 from services.instructions.render import nested_limit
 from services.models import context_window
-from services.settings import LOCAL_SETTINGS, MergedSettings
+from services.rule_store import LOCAL_RULES_FILE
+from services.settings import MergedSettings
 from tools.base import Tool
 from tools.mcp_tool import mcp_tools, sync_mcp_tools
 from tools.permissions import AskHook, PermissionGate
@@ -359,7 +360,7 @@ def _build_gate(opts: AppOptions, home: Path, ask: AskHook | None) -> Permission
         disallowed_tools=[*perms.deny, *opts.disallowed_tools],
         ask_tools=list(perms.ask),
         additional_dirs=[d.resolve() for d in dirs],
-        rules_file=opts.cwd / LOCAL_SETTINGS,
+        rules_file=opts.cwd / LOCAL_RULES_FILE,
         home=home,
         headless=opts.headless,
     )

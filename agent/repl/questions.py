@@ -64,7 +64,7 @@ class QuestionsPart(ReplParts):
     async def pick(self, title: str, options: list[tuple[str, str]]) -> str | None:
         self.say(title, "bold")
         for i, (value, label) in enumerate(options, 1):
-            self.say(f"{i:>2}. {value}  {label}")
+            self.say(f"{i:>2}. {label}" if value == str(i) else f"{i:>2}. {value}  {label}")
         answer = ((await self.ask_text("Number (Enter to cancel): ")) or "").strip()
         if not answer:
             return None
@@ -73,7 +73,7 @@ class QuestionsPart(ReplParts):
         for value, _ in options:
             if value == answer:
                 return value
-        self.say(f"No session {answer!r}.", "yellow")
+        self.say(f"No choice {answer!r}.", "yellow")
         return None
 
     async def ask(self, request: PermissionRequest) -> Answer | PermissionResult:

@@ -19,11 +19,16 @@ class RewindPart(ReplParts):
         if not prompts:
             self.say("Nothing to rewind to yet.", "dim")
             return
-        options = [(str(i), prompt_text(m).splitlines()[0][:100]) for i, m in prompts[-20:]]
+        shown = prompts[-20:]
+        options = [(str(n), prompt_text(m).splitlines()[0][:100]) for n, (_, m) in enumerate(shown, 1)]
         picked = await self.pick("Rewind to just before which prompt?", options)
         if picked is None:
             return
-        index = int(picked)
+        index = shown[int(picked) - 1][0]
+        from agent.slash.rewind import report_hand_edits
+
+        keep = await asyncio.to_thread(self.checkpoints.changed_by_others, index)
+        report_hand_edits(self.say, keep)
         # Bash snapshots are compared with the tree through git: off the event loop, the prompt stays live.
         changed = await asyncio.to_thread(self.checkpoints.files_since, index)
         for cp in changed[:10]:
@@ -38,7 +43,7 @@ class RewindPart(ReplParts):
         if how is None:
             return
         if how in ("both", "code"):
-            restored, problems = await asyncio.to_thread(self.checkpoints.restore, index)
+            restored, problems = await asyncio.to_thread(self.checkpoints.restore, index, frozenset(keep))
             self.say(f"Restored {len(restored)} file(s).", "dim")
             for p in problems:
                 self.say(f"not restored: {visible(p)}", "yellow")

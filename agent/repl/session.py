@@ -64,6 +64,7 @@ from agent.repl.terminal import TerminalPart
 from agent.repl.turns import TurnsPart
 from agent.slash.router import CommandContext, CommandRouter, default_router
 from agent.slash.skills import register_custom_commands, register_skill_commands
+from services.private_fs import append_private
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
 from tools.checkpoints import CheckpointStore
@@ -112,7 +113,7 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
         if history is None:
             path = history_path(self.cwd)
             try:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                append_private(path, "")  # prompt-toolkit would create it with the umask's mode
                 history = FileHistory(str(path))
             except OSError:
                 history = InMemoryHistory()
@@ -139,6 +140,8 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
         self._pending_inject: list[Any] = []  # `!command` runs, given to the model with the next prompt
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
+        self.engine.gate.notify = lambda line: self.say(line, "dim")  # where a "don't ask again" rule went
+        self.engine.gate.notify = lambda line: self.say(line, "dim")  # where a "don't ask again" rule went
         # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
         self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
         self.engine.state.checkpoints = self.checkpoints

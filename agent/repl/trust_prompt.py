@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from services.private_fs import append_private
+
 
 def ask_folder_trust(cwd: Path, home: Path) -> bool:
     """On first open of a folder with its own configuration, ask once whether to trust it.
@@ -52,8 +54,6 @@ def _trust_answered(cwd: Path, home: Path) -> bool:
 
 def _record_answer(cwd: Path, home: Path) -> None:
     try:
-        home.mkdir(parents=True, exist_ok=True)
-        with _answered_file(home).open("a", encoding="utf-8") as fh:
-            fh.write(str(cwd.resolve()) + "\n")
+        append_private(_answered_file(home), str(cwd.resolve()) + "\n")
     except OSError:
         pass

@@ -4,7 +4,6 @@ the model, whose events go to the renderer; how a turn that fails or is interrup
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -150,30 +149,11 @@ class TurnsPart(ReplParts):
         ]
 
     async def remember(self, note: str) -> None:
-        """`# note`: append the note to a memory file the agent reads (project memory, or the user's own)."""
-        from services.config import agent_home
+        """`# note`: append the note to an instruction file (Enter: the project's CLAUDE.md / AGENTS.md)."""
+        from agent.repl.memory_note import claude_dir_of, remember_note
 
-        if not note:
-            self.say("Usage: # note to remember", "dim")
-            return
-        project = Path(self.engine.prompt_builder.memory_path) if getattr(self.engine, "prompt_builder", None) \
-            else self.cwd / ".agents" / "memory" / "MEMORY.md"
-        user = agent_home() / "AGENTS.md"
-        choice = await self.pick("Save this memory to:", [("1", f"project memory  {project}"),
-                                                          ("2", f"user memory     {user}")])
-        if choice is None:
-            self.say("Not saved.", "dim")
-            return
-        target = project if choice == "1" else user
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "a", encoding="utf-8") as fh:
-                fh.write(("" if not target.stat().st_size or target.read_text(encoding="utf-8").endswith("\n")
-                          else "\n") + f"- {note}\n")
-        except OSError as exc:
-            self.say(f"Could not save to {target}: {exc.strerror}", "red")
-            return
-        self.say(f"Saved to {target}", "dim")
+        await remember_note(note, self.cwd, claude_dir_of(self.engine), self.say, self.ask_text,
+                            trusted=bool(getattr(self.engine.prompt_builder, "trusted", True)))
 
     async def _stop_turn(self) -> None:
         """Cancel a turn still running when the session ends, and take its outcome (never left unretrieved)."""

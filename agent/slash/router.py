@@ -179,7 +179,7 @@ def cmd_help(ctx: CommandContext, args: str) -> None:
             "Keys: Enter sends · Alt-Enter, Ctrl-J or \\ then Enter: new line · Tab completes /commands and @files "
             "· Up/Down history · Ctrl-R search · Shift+Tab cycles default/acceptEdits/plan · Ctrl-C or Esc "
             "interrupts (twice at an empty prompt exits) · Ctrl-D exits · type ahead while a turn runs: Enter "
-            "queues it · !command runs in bash · # note saves a memory",
+            "queues it · !command runs in bash · # note saves to CLAUDE.md",
             style="dim",
         )
     )
@@ -313,29 +313,9 @@ def _switch_model(ctx: CommandContext, model: str) -> None:
 
 
 def cmd_permissions(ctx: CommandContext, args: str) -> None:
-    from tools.permissions import MODES
+    from agent.slash.permissions import cmd_permissions as show_or_change
 
-    gate = ctx.engine.gate
-    if args:
-        mode = args.split()[0]
-        if mode not in MODES:
-            ctx.say(f"Unknown mode {mode!r}; choose one of: {', '.join(MODES)}.", "yellow")
-            return
-        gate.mode = mode
-        ctx.say(f"Permission mode: {mode}.")
-        return
-    ctx.say(f"Permission mode: {gate.mode}  (switch with /permissions <{'|'.join(MODES)}>)")
-    opts = ctx.opts
-    allowed = list(getattr(opts, "allowed_tools", []) or [])
-    denied = list(getattr(opts, "disallowed_tools", []) or [])
-    for rule in allowed:
-        ctx.say(f"  allow  {rule}")
-    for rule in denied:
-        ctx.say(f"  deny   {rule}")
-    for name, target in getattr(gate, "session_rules", []):
-        ctx.say(f"  allow  {name}({target})  (this session)" if target else f"  allow  {name}  (this session)")
-    if not (allowed or denied or getattr(gate, "session_rules", [])):
-        ctx.say("  no rules", "dim")
+    show_or_change(ctx, args)
 
 
 def cmd_status(ctx: CommandContext, args: str) -> None:
@@ -397,6 +377,12 @@ def cmd_memory(ctx: CommandContext, args: str) -> None:
     size = len(builder.memory.content or "") if builder is not None else 0
     state = f"{size} chars" if builder is not None and builder.memory.content is not None else "not created yet"
     ctx.say(f"Agent memory: {memory} ({state})")
+    from agent.repl.memory_note import claude_dir_of, note_targets
+
+    ctx.say("`# note` saves to (Enter = 1):")
+    for i, t in enumerate(note_targets(ctx.cwd, claude_dir_of(ctx.engine)), 1):
+        written = t.path.stat().st_size if t.path.is_file() else None
+        ctx.say(f"  {i}. {t.path}  ({'not created yet' if written is None else f'{written} bytes'})")
 
 
 def cmd_init(ctx: CommandContext, args: str) -> CommandResult:
@@ -622,7 +608,7 @@ def default_router() -> CommandRouter:
     router.register("context", cmd_context, "show what fills the context window")
     router.register("cost", cmd_cost, "tokens and estimated cost of this session", aliases=("usage",))
     router.register("model", cmd_model, "show or set the model [name]")
-    router.register("permissions", cmd_permissions, "show mode and rules; switch mode [mode]")
+    router.register("permissions", cmd_permissions, "list rules with their files; remove N; switch mode [mode]")
     router.register("status", cmd_status, "session, model, mode and context usage")
     router.register("memory", cmd_memory, "show the instruction and memory files in use, and from where")
     router.register("init", cmd_init, "ask the model to write AGENTS.md for this project [notes]")

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
+from services.private_fs import ensure_private_dir
+
 
 def _path(global_: bool) -> Path:
     from services.config import agent_home
@@ -34,7 +36,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings-")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)

@@ -25,6 +25,8 @@ from typing import Annotated, Any
 
 import typer
 
+from services.private_fs import ensure_private_dir
+
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 SCOPE_LABEL = {
     "local": "Local config (private to you in this project)",
@@ -93,7 +95,10 @@ def _table(data: dict[str, Any], scope: str, cwd: Path, create: bool) -> dict[st
 
 
 def _save(path: Path, data: dict[str, Any], private: bool) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if private:
+        ensure_private_dir(path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -19,6 +19,7 @@ from typing import Any
 from services.images import ImageError, fit_image
 from services.mcp.manager import McpError, McpManager
 from services.messages import ImageBlock, Message, TextBlock, image_block, text_block, user_message
+from services.private_fs import ensure_private_dir
 from services.tool_result_storage import format_size
 
 # What MCP content becomes: text, or an image the API accepts.
@@ -46,7 +47,7 @@ def save_binary(spill_dir: Path | None, stem: str, data: bytes, mime: str | None
     directory = Path(spill_dir).absolute()
     base = _UNSAFE.sub("_", stem)[:100] or "mcp"
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        ensure_private_dir(directory)
         for n in range(1000):
             path = directory / f"{base}{'' if n == 0 else f'-{n}'}{ext}"
             try:

@@ -30,6 +30,7 @@ from services.config import agent_environ
 from services.credentials import is_secret
 from services.mcp.config import ServerConfig, load_config
 from services.mcp.names import server_names, tool_names
+from services.private_fs import ensure_private_dir
 from services.trace import trace
 
 CLIENT_NAME = "react-agent"
@@ -149,7 +150,7 @@ class McpServer:
             self._errlog = tempfile.TemporaryFile(mode="a+", encoding="utf-8", errors="replace")
             return self._errlog
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ensure_private_dir(path.parent)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self._errlog = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         except OSError:
