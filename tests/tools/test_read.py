@@ -51,7 +51,9 @@ async def test_large_file_refused_without_offset_or_limit_then_paged(project: Pa
     size_kb = round(os.path.getsize(project / "huge.log") / 1024)
     assert out.is_error and out.content == (
         f"File content ({size_kb}KB) exceeds maximum allowed size (256KB). Use offset and limit parameters to "
-        "read specific portions of the file, or search for specific content instead of reading the whole file.")
+        "read specific portions of the file, or search for specific content instead of reading the whole file. "
+        "To read it anyway, up to what still fits in your context, call Read again with allow_large: true \u2014 "
+        "only if you genuinely need all of it or the user asked for the whole file.")
     page = await run("Read", file_path="huge.log", offset=29_998, limit=5)
     assert not page.is_error
     assert page.content.splitlines()[0].startswith("29998\t0029997")
@@ -78,8 +80,7 @@ async def test_binary_directory_missing_and_empty(project: Path, run) -> None:
     (project / "empty.txt").write_text("")
     out = await run("Read", file_path="empty.txt")
     assert not out.is_error and out.content == (
-        "<system-reminder>Warning: the file exists but is shorter than the provided offset (1). "
-        "The file has 1 lines.</system-reminder>")
+        "<system-reminder>Warning: the file exists but the contents are empty.</system-reminder>")
 
 
 async def test_offset_past_the_end(project: Path, run) -> None:
