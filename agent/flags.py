@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                       "the model setting, else the `default` alias (Claude Code's default)")
     a("--fallback-model", help="model(s) to use when the main one is overloaded (comma-separated)")
     a("--max-turns", type=_positive_int, help="model calls per task (default 100)")
-    a("--max-budget-usd", type=_positive_float, help="stop when the session's cost reaches this (one-shot)")
+    a("--max-budget-usd", type=_positive_float, help="stop sending requests once the session's cost reaches this (USD; /budget raises it)")
     a("--permission-mode", help="default, acceptEdits, plan or bypassPermissions")
     a("--dangerously-skip-permissions", action="store_true", help="bypassPermissions: every tool runs")
     a("--allow-dangerously-skip-permissions", action="store_true", help=argparse.SUPPRESS)

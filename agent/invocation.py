@@ -291,6 +291,8 @@ def _app_options(flags: Flags, settings: Settings, boundary: AppOptions, interac
         setting_sources=boundary.setting_sources,
         trusted=boundary.trusted,
         merged=boundary.merged, output_style=boundary.output_style,
+        max_budget_usd=ns.max_budget_usd if ns.max_budget_usd is not None else (
+            boundary.merged.max_budget_usd if boundary.merged is not None else None),
         permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
         fork_session=ns.fork_session,
@@ -318,7 +320,7 @@ def _invocation(flags: Flags, app: AppOptions, text: str) -> Invocation:
         continue_=ns.continue_,
         resume=ns.resume,
         fork_session=ns.fork_session,
-        max_budget_usd=ns.max_budget_usd,
+        max_budget_usd=app.max_budget_usd,
         json_schema=flags.json_schema,
         permission_prompt_tool=ns.permission_prompt_tool,
         never_ask=ns.permission_mode == "dontAsk",

@@ -56,6 +56,7 @@ class MergedSettings:
     status_line: dict[str, Any] | None = None  # Claude Code's `statusLine`: {type: command, command, padding}
     output_style: str | None = None  # Claude Code's `outputStyle` (a style's name)
     output_style_source: str = ""  # the file that set it, for a warning naming it
+    max_budget_usd: float | None = None  # `maxBudgetUsd`: the session's spending cap (the flag wins)
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # Claude Code's `sandbox` block
@@ -226,6 +227,15 @@ def _merge_model(m: _FileMerge, model: Any) -> None:
         m.out.model = model.strip()
 
 
+def _merge_max_budget(m: _FileMerge, raw: Any) -> None:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 < raw < float("inf"):
+        m.warn("maxBudgetUsd", "must be a positive number of US dollars")
+    elif m.restricted and m.out.max_budget_usd is not None and raw > m.out.max_budget_usd:
+        m.out.ignored.append(f"maxBudgetUsd {raw}")  # an untrusted folder may lower the cap, never raise it
+    else:
+        m.out.max_budget_usd = float(raw)
+
+
 def _merge_mcp_servers(m: _FileMerge, servers: Any) -> None:
     if not isinstance(servers, dict):
         m.warn("mcpServers", "must be an object")
@@ -263,6 +273,7 @@ _FIELDS: tuple[tuple[str, Callable[[_FileMerge, Any], None]], ...] = (
     ("outputStyle", _merge_output_style),
     ("env", _merge_env),
     ("model", _merge_model),
+    ("maxBudgetUsd", _merge_max_budget),
     ("mcpServers", _merge_mcp_servers),
     ("sandbox", _merge_sandbox),
     ("secretEnv", _merge_secret_env),

@@ -58,6 +58,7 @@ class AppOptions:
     sandbox: Any = None  # tools.sandbox.Sandbox, made by `load_boundary` (or build_engine)
     json_schema: dict[str, Any] | None = None  # --json-schema: the final answer's shape, told in the system prompt
     output_style: Any = None  # services.output_styles.OutputStyle in force (None: default), set by load_boundary
+    max_budget_usd: float | None = None  # --max-budget-usd, else settings' maxBudgetUsd
 
 
 def load_boundary(opts: AppOptions) -> list[str]:

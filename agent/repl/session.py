@@ -34,6 +34,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from rich.console import Console
 
 from agent.errors import set_transcript
+from agent.loop.budget_guard import install_budget
 from agent.loop.factory import AppOptions, ResumeError, build_engine, load_resume_target
 from agent.repl.completion import ReplCompleter, history_path
 from agent.repl.image_input import PendingImages
@@ -101,6 +102,7 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
         self.clock = clock
         self.router = router or default_router()
         self.engine = build_engine(opts, deps=deps, ask=self.ask)
+        install_budget(self.engine, opts.max_budget_usd, lambda line: self.say(line, "yellow"))
         register_custom_commands(self.router, self.engine, opts.trusted)  # before skills: a command wins
         register_skill_commands(self.router, getattr(self.engine, "skills", []) or [])
         self.mcp: Any = None

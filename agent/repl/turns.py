@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 
 from agent.errors import os_error_line
+from agent.loop.budget_guard import spent
 from agent.repl.image_input import image_blocks
 from agent.repl.parts import ReplParts
 from agent.repl.permission_menu import visible
@@ -58,6 +59,8 @@ class TurnsPart(ReplParts):
 
     async def run_turn(self, text: str, inject: list | None = None, images: list[Any] | None = None,
                        extra_blocks: list[Any] | None = None) -> None:
+        if self._budget_refuses(text):
+            return
         blocks: list[Any] = list(extra_blocks or [])  # a custom command's body goes after its header
         if images:  # fitted to the API's limits off the event loop (Pillow); a bad one is a note, not sent
             fitted, notes = await asyncio.to_thread(image_blocks, images)
@@ -80,6 +83,17 @@ class TurnsPart(ReplParts):
                     self.say(format_todos(self.engine.state.todos or []), "dim")
         finally:
             self.renderer.close()
+            for line in self.engine.budget.notices(spent(self.engine)):
+                self.say(line, "yellow")
+
+    def _budget_refuses(self, text: str) -> bool:
+        """A spent budget: the prompt is not sent but put back in the input box, and the user is told."""
+        reason = self.engine.budget.refuse(spent(self.engine))
+        if reason is None:
+            return False
+        self.say(reason, "yellow")
+        self.next_default = self.next_default or text
+        return True
 
     async def handle_line(self, line: str, images: list[Any] | None = None) -> int | None:
         """One submitted line: a slash command or a message to the model (with the images pasted into it).

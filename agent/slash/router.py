@@ -244,6 +244,9 @@ def cmd_cost(ctx: CommandContext, args: str) -> None:
         for name, mu in models.items():
             ctx.say(f"  {name}: in {mu['inputTokens']}  out {mu['outputTokens']}  ${mu['costUSD']:.4f}")
     ctx.say(f"Estimated cost: ${u.cost(model):.4f} ({', '.join(models) or model})")
+    budget = getattr(ctx.engine, "budget", None)
+    if budget is not None and budget.limit is not None:
+        ctx.say(budget.status(u.cost(model)))
 
 
 async def cmd_model(ctx: CommandContext, args: str) -> None:
@@ -622,7 +625,10 @@ def default_router() -> CommandRouter:
     router.register("add-dir", cmd_add_dir, "let the tools use another directory [DIR]")
     router.register("export", cmd_export, "write the conversation as Markdown [FILE]")
     router.register("agents", cmd_agents, "show the sub-agent setup")
+    from agent.slash.budget import cmd_budget
     from agent.slash.sandbox import cmd_sandbox
+
+    router.register("budget", cmd_budget, "spent against the session's budget; set or raise it [usd]")
 
     router.register("sandbox", cmd_sandbox, "show the Bash sandbox; switch it [auto-allow|regular|off]")
     router.register("bashes", cmd_bashes, "background shells: list them; stop one [kill ID]", aliases=("tasks",))
