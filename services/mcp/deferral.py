@@ -7,9 +7,12 @@ which the API renders where the reference sits, not in the tools prefix: loading
 tools being announced, leaves every earlier request's prefix as it was (Claude Code 2.1.332's protocol,
 recorded in tests/fixtures/claude_code/tool_search.json).
 
-The decision (`ENABLE_TOOL_SEARCH`, Claude Code's values): `auto` (the default) defers when the deferrable
-tools' schemas exceed a share of the context window (10%, or N with `auto:N`) and deferring saves more than
-it costs; `true`/`force` always defers; `false` never. A server's `alwaysLoad: true` or a tool's
+The decision (`ENABLE_TOOL_SEARCH`, Claude Code's values). Unset, Claude Code 2.1.332 defers every MCP tool,
+even a server of three; a search round trip costs more than a few schemas, so the default here defers when
+there are more than `DIRECT_LIMIT` deferrable tools or their schemas exceed 10% of the window, and only when
+deferring saves more than it costs. `auto` (Claude Code's share rule) defers when the schemas exceed a share
+of the context window (10%, or N with `auto:N`) and deferring saves more than it costs; `true`/`force`
+always defers; `false` never. A server's `alwaysLoad: true` or a tool's
 `_meta["anthropic/alwaysLoad"]` keeps tools whole. Once deferral is on in a session (an announcement is in
 the history), it stays on and later servers' tools are deferred too.
 """
@@ -47,11 +50,13 @@ PLACEHOLDER: dict[str, Any] = {
 # What deferring costs besides the announcement: the ToolSearch tool and the placeholder (about 1,700
 # characters as sent) and a search round trip's request and reply. Savings below this are not worth it.
 OVERHEAD_UNITS = 4000
+# The default sends this many deferrable tools whole whatever their size (the window rule still applies).
+DIRECT_LIMIT = 10
 
 
 @dataclass(frozen=True)
 class SearchMode:
-    kind: Literal["auto", "on", "off"] = "auto"
+    kind: Literal["default", "auto", "on", "off"] = "default"
     percent: int = DEFAULT_PERCENT
 
 
@@ -75,15 +80,17 @@ def parse_mode(value: str | None) -> tuple[SearchMode, str | None]:
     """`ENABLE_TOOL_SEARCH` read as Claude Code reads it; a bad value is a warning and the default."""
     raw = (value or "").strip()
     low = raw.lower()
-    if not raw or low == "auto":
+    if not raw:
         return SearchMode(), None
+    if low == "auto":
+        return SearchMode("auto"), None
     if low.startswith("auto:"):
         try:
             percent = float(raw[5:])
         except ValueError:
-            return SearchMode(), f'ENABLE_TOOL_SEARCH value "{raw}": expected auto:N where N is a number.'
+            return SearchMode("auto"), f'ENABLE_TOOL_SEARCH value "{raw}": expected auto:N where N is a number.'
         if percent != percent:  # NaN
-            return SearchMode(), f'ENABLE_TOOL_SEARCH value "{raw}": expected auto:N where N is a number.'
+            return SearchMode("auto"), f'ENABLE_TOOL_SEARCH value "{raw}": expected auto:N where N is a number.'
         n = round(max(0.0, min(100.0, percent)))
         # Claude Code: auto:0 always defers, auto:100 never does.
         return SearchMode("on" if n == 0 else "off" if n == 100 else "auto", n), None
@@ -92,7 +99,7 @@ def parse_mode(value: str | None) -> tuple[SearchMode, str | None]:
     if low in _OFF:
         return SearchMode("off"), None
     return SearchMode(), (f'ENABLE_TOOL_SEARCH value "{raw}": expected true, false, auto or auto:N; '
-                          f"using auto ({DEFAULT_PERCENT}%)")
+                          "using the default")
 
 
 def spec_units(spec: dict[str, Any]) -> int:
@@ -110,7 +117,8 @@ def worth_deferring(candidates: Sequence[Candidate], window_tokens: int, mode: S
     names = sum(len(c.name) + 1 for c in movable)
     if units - names <= OVERHEAD_UNITS:  # a few small tools: cheaper to send whole (Claude Code defers them)
         return False
-    return units > window_tokens * UNITS_PER_TOKEN * mode.percent / 100
+    over_share = units > window_tokens * UNITS_PER_TOKEN * mode.percent / 100
+    return over_share or (mode.kind == "default" and len(movable) > DIRECT_LIMIT)
 
 
 def deferred_names(candidates: Sequence[Candidate], announced: Iterable[str], window_tokens: int,

@@ -108,13 +108,23 @@ def first_request_tools(cli: CliRunner, fake: FakeAnthropic, cfg: str, **env: st
 
 def test_modes_decide_what_is_deferred(cli: CliRunner, fake_anthropic: FakeAnthropic, tmp_path: Path) -> None:
     many, three = config(tmp_path, 120), config(tmp_path, 3, name="few")
-    # The default (auto, 10% of the window): 120 small tools fit whole; so do three.
-    for cfg, count in ((many, 120), (three, 3)):
-        tools, req, _ = first_request_tools(cli, fake_anthropic, cfg)
-        assert sum(n.startswith("mcp__") for n in tools) == count and "ToolSearch" not in tools
-        assert not announcements(req) and FIXTURE["beta"] not in req.headers.get("anthropic-beta", "")
-    # Three small tools stay whole under auto:1 too (deferring them would cost more than it saves: Claude
-    # Code defers them); 120 are deferred.
+    # The default: 120 tools are deferred (at most ten schemas up front: none here, all 120 named); three
+    # go whole (Claude Code 2.1.332 defers them too, at the cost of a search round trip).
+    tools, req, _ = first_request_tools(cli, fake_anthropic, many)
+    assert not [n for n in tools if n.startswith("mcp__")] and "ToolSearch" in tools
+    (ann,) = announcements(req)
+    assert sum(line.startswith("mcp__many__") for line in ann.splitlines()) == 120
+    assert FIXTURE["beta"] in req.headers.get("anthropic-beta", "")
+    assert FIXTURE["modes"]["three_tools"]["mcp_tools_whole"] == 0  # what the binary does by default
+    tools, req, _ = first_request_tools(cli, fake_anthropic, three)
+    assert sum(n.startswith("mcp__") for n in tools) == 3 and "ToolSearch" not in tools
+    assert not announcements(req) and FIXTURE["beta"] not in req.headers.get("anthropic-beta", "")
+    # `auto` is Claude Code's share rule (10% of the window): 120 small tools fit whole, as in the binary.
+    assert FIXTURE["modes"]["env_auto"]["mcp_tools_whole"] == 120
+    tools, _, _ = first_request_tools(cli, fake_anthropic, many, ENABLE_TOOL_SEARCH="auto")
+    assert sum(n.startswith("mcp__") for n in tools) == 120 and "ToolSearch" not in tools
+    # Three small tools stay whole under auto:1 too (deferring them would cost more than it saves); 120 are
+    # deferred.
     tools, _, _ = first_request_tools(cli, fake_anthropic, three, ENABLE_TOOL_SEARCH="auto:1")
     assert sum(n.startswith("mcp__") for n in tools) == 3 and "ToolSearch" not in tools
     tools, req, _ = first_request_tools(cli, fake_anthropic, many, ENABLE_TOOL_SEARCH="auto:1")

@@ -22,12 +22,13 @@ FIXTURE = json.loads((Path(__file__).parents[1] / "fixtures" / "claude_code" / "
 
 
 @pytest.mark.parametrize(("value", "mode", "warned"), [
-    (None, SearchMode("auto", 10), False), ("", SearchMode("auto", 10), False), ("auto", SearchMode("auto", 10), False),
+    (None, SearchMode("default", 10), False), ("", SearchMode("default", 10), False),
+    ("auto", SearchMode("auto", 10), False),
     ("auto:25", SearchMode("auto", 25), False), ("auto:0", SearchMode("on", 0), False),
     ("auto:100", SearchMode("off", 100), False), ("auto:250", SearchMode("off", 100), False),
     ("auto:-5", SearchMode("on", 0), False), ("auto:x", SearchMode("auto", 10), True),
     ("auto:nan", SearchMode("auto", 10), True), ("true", SearchMode("on"), False), ("force", SearchMode("on"), False),
-    ("FALSE", SearchMode("off"), False), ("maybe", SearchMode("auto", 10), True),
+    ("FALSE", SearchMode("off"), False), ("maybe", SearchMode("default", 10), True),
 ])
 def test_modes(value: str | None, mode: SearchMode, warned: bool) -> None:
     got, warning = parse_mode(value)
@@ -46,6 +47,14 @@ def test_decision_threshold_overhead_and_latch() -> None:
     assert deferral.deferred_names(builtin + few, [], 1000, SearchMode("on")) == [c.name for c in few]
     assert len(deferral.deferred_names(many, [], 200_000, SearchMode("auto", 10))) == 100  # 210k > 80k units
     assert deferral.deferred_names(many, [], 200_000, SearchMode("auto", 50)) == []  # 210k < 400k units
+    # The default: up to ten tools whole whatever the window; more are deferred when that saves anything.
+    ten = [Candidate(spec(f"mcp__s__t{i}"), True) for i in range(10)]
+    eleven = [Candidate(spec(f"mcp__s__t{i}"), True) for i in range(11)]
+    assert deferral.deferred_names(builtin + ten, [], 1_000_000, SearchMode()) == []
+    assert deferral.deferred_names(builtin + eleven, [], 1_000_000, SearchMode()) == [c.name for c in eleven]
+    assert deferral.deferred_names(builtin + eleven, [], 1_000_000, SearchMode("auto")) == []
+    assert deferral.deferred_names(builtin + few, [], 1000, SearchMode()) == []  # saves less than it costs
+    assert len(deferral.deferred_names(many[:5], [], 20_000, SearchMode())) == 5  # 5 large ones: over 10%
     # A session that announced tools keeps deferring, new ones included; off stops it.
     assert deferral.deferred_names(few, ["mcp__s__t0"], 1_000_000, SearchMode("auto", 90)) == [c.name for c in few]
     assert deferral.deferred_names(few, ["mcp__s__t0"], 1000, SearchMode("off")) == []
