@@ -67,7 +67,7 @@ def test_deferred_tools_load_by_select_and_keywords_and_are_called(
     fake_anthropic.reply(tool_block("ToolSearch", {"query": "weather forecast", "max_results": 3}))
     fake_anthropic.reply(tool_block("ToolSearch", {"query": "zzzz"}))
     fake_anthropic.text("Final answer.")
-    out = run(cli, cfg, "--allowedTools", "mcp__many__get_invoice", ENABLE_TOOL_SEARCH="true")
+    out = run(cli, cfg, "--allowedTools", "mcp__many__get_invoice")  # the default defers 120
     assert out["result"] == "Final answer."
     reqs = fake_anthropic.requests
     first = reqs[0]
