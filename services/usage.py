@@ -46,6 +46,9 @@ class Usage(_Counts):
     by_model: dict[str, ModelUsage] = field(default_factory=dict)
     # Usage added without a model (old transcripts): priced at cost() time with the given model.
     unattributed: dict[str, int] = field(default_factory=dict)
+    # Sub-agents still running: their usage joins these totals when they end (merge), but a budget must
+    # see their spending as it happens.
+    running: list[Usage] = field(default_factory=list)
 
     def add(self, usage: dict[str, int] | None, model: str | None = None, requests: int | None = None) -> None:
         """One response's usage (or, with `requests`, a roll-up of several, e.g. a sub-agent's)."""
@@ -91,6 +94,10 @@ class Usage(_Counts):
         if self.unattributed:
             total += request_cost(fallback_model, self.unattributed)
         return total
+
+    def spent(self, fallback_model: str = "") -> float:
+        """What the session has spent so far, sub-agents still running included."""
+        return self.cost(fallback_model) + sum(u.spent(fallback_model) for u in self.running)
 
     def as_dict(self) -> dict[str, int]:
         return {

@@ -109,3 +109,24 @@ def test_settings_max_budget_usd_is_the_default_and_the_flag_wins(cli, fake_anth
                if e.get("type") == "result"]
     assert [r["subtype"] for r in results] == ["success", "success"]
     assert len(fake_anthropic.requests) == 3
+
+
+def test_a_sub_agent_stops_at_the_budget_and_a_resumed_session_keeps_it(cli, fake_anthropic) -> None:
+    """The budget sees a sub-agent's spending while it runs, not only when it ends; a resumed session
+    counts what it spent before."""
+    (Path(cli.cwd) / "a.txt").write_text("alpha\n")
+    read = {"file_path": str(Path(cli.cwd) / "a.txt")}
+    fake_anthropic.reply(tool_block("Agent", {"description": "look", "prompt": "Read a.txt twice.",
+                                              "subagent_type": "general-purpose"}, id="a1"))
+    fake_anthropic.reply(tool_block("Read", read, id="c1"), usage=BIG)  # the sub-agent: $0.30
+    fake_anthropic.reply(tool_block("Read", read, id="c2"), usage=BIG)  # $0.60: past the $0.50 budget
+    result = cli("-p", "Delegate.", "--model", MODEL, "--max-budget-usd", "0.5", "--output-format", "json",
+                 "--allowedTools", "Read")
+    out = json.loads(result.stdout)
+    assert result.code == 1 and out["subtype"] == "error_max_budget_usd", result.stdout + result.stderr
+    assert len(fake_anthropic.requests) == 3  # the sub-agent's third request and the parent's next were not sent
+    assert out["total_cost_usd"] >= 0.6
+    resumed = cli("-p", "Go on.", "--model", MODEL, "--max-budget-usd", "0.5", "--output-format", "json",
+                  "--resume", out["session_id"])
+    assert json.loads(resumed.stdout)["subtype"] == "error_max_budget_usd", resumed.stdout + resumed.stderr
+    assert len(fake_anthropic.requests) == 3

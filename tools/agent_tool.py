@@ -329,6 +329,8 @@ class AgentTool(Tool):
         run.write({"type": "message", "message": run.history[0]})
         trace("agent.start", id=agent_id, description=description, depth=depth, tools=len(tools))
         started = time.monotonic()
+        if ctx.session.usage is not None:
+            ctx.session.usage.running.append(run.usage)
         try:
             async with contextlib.aclosing(ctx.run_loop(**params)) as events:
                 async for event in events:
@@ -384,9 +386,11 @@ class AgentTool(Tool):
 
     def _roll_up(self, ctx: ToolContext, usage: Usage) -> None:
         """The child's usage into the parent's totals, and a transcript record for resume (main agent)."""
+        parent = ctx.session.usage
+        if parent is not None and any(u is usage for u in parent.running):
+            parent.running = [u for u in parent.running if u is not usage]
         if not usage.requests:
             return
-        parent = ctx.session.usage
         if parent is not None:
             parent.merge(usage)
         record = ctx.session.record

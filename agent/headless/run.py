@@ -241,7 +241,7 @@ class HeadlessRun:
             self._tool_line(ev)
 
     def cost(self) -> float:
-        return self.engine.usage.cost(self.engine.config.model)
+        return self.engine.usage.spent(self.engine.config.model)
 
     def _assistant(self, message: Mapping[str, Any]) -> None:
         if self.emit is None:

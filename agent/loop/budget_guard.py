@@ -12,7 +12,7 @@ from services.model_types import CallModel, ModelError, ModelEvent, ModelRequest
 
 
 def spent(engine: Any) -> float:
-    return float(engine.usage.cost(engine.config.model))
+    return float(engine.usage.spent(engine.config.model))
 
 
 def install_budget(engine: Any, limit: float | None, say: Callable[[str], None]) -> Budget:
