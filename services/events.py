@@ -8,7 +8,8 @@ from typing import Any, Literal
 from services.messages import Message
 
 TerminalReason = Literal[
-    "completed", "max_turns", "aborted", "error", "refusal", "max_tokens", "context_window_exceeded"
+    "completed", "max_turns", "aborted", "error", "refusal", "max_tokens", "context_window_exceeded",
+    "loop_detected",
 ]
 
 

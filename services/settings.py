@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from services.config import getenv
+from services.loop_guard import LoopGuardOptions, stricter
+from services.loop_guard import parse_options as parse_loop_guard
 from services.sandbox_settings import SandboxSettings, merge_sandbox
 
 SCOPES = ("user", "project", "local", "flags")
@@ -57,6 +59,7 @@ class MergedSettings:
     output_style: str | None = None  # Claude Code's `outputStyle` (a style's name)
     output_style_source: str = ""  # the file that set it, for a warning naming it
     max_budget_usd: float | None = None  # `maxBudgetUsd`: the session's spending cap (the flag wins)
+    loop_guard: LoopGuardOptions = field(default_factory=LoopGuardOptions)  # `loopGuard`: repeats told, stopped
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # Claude Code's `sandbox` block
@@ -236,6 +239,16 @@ def _merge_max_budget(m: _FileMerge, raw: Any) -> None:
         m.out.max_budget_usd = float(raw)
 
 
+def _merge_loop_guard(m: _FileMerge, raw: Any) -> None:
+    options, problem = parse_loop_guard(raw)
+    if options is None:
+        m.warn("loopGuard", problem or "invalid")
+    elif m.restricted and not stricter(m.out.loop_guard, options):
+        m.out.ignored.append("loopGuard (an untrusted folder may only make it stricter)")
+    else:
+        m.out.loop_guard = options
+
+
 def _merge_mcp_servers(m: _FileMerge, servers: Any) -> None:
     if not isinstance(servers, dict):
         m.warn("mcpServers", "must be an object")
@@ -274,6 +287,7 @@ _FIELDS: tuple[tuple[str, Callable[[_FileMerge, Any], None]], ...] = (
     ("env", _merge_env),
     ("model", _merge_model),
     ("maxBudgetUsd", _merge_max_budget),
+    ("loopGuard", _merge_loop_guard),
     ("mcpServers", _merge_mcp_servers),
     ("sandbox", _merge_sandbox),
     ("secretEnv", _merge_secret_env),

@@ -407,7 +407,7 @@ class AgentTool(Tool):
         if reason == "aborted":
             body = "Agent aborted" + (f" (partial report below)\n{cap_tail(text)}" if text else ".")
             return ToolOutput(head + body, is_error=True, summary="aborted")
-        if reason == "error":
+        if reason in ("error", "loop_detected"):
             err = terminal.error if terminal is not None else ""
             body = f"Agent failed: {err or 'unknown error'}" + (f"\nLast report:\n{cap_tail(text)}" if text else "")
             return ToolOutput(head + body, is_error=True, summary="failed")

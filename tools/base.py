@@ -88,6 +88,8 @@ class SessionState:
     checkpoints: Checkpoints | None = None
     # Deferred MCP tools and the ToolSearch state (tools/tool_search.ToolSearchSession); None: no deferral.
     tool_search: Any = None
+    # Calls of the capped tools so far (services/session_caps.py).
+    capped_calls: dict[str, int] = field(default_factory=dict)
 
 
 def _always_visible(tool_use_id: str) -> bool:

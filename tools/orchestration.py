@@ -28,6 +28,7 @@ from services.messages import (
     tool_result_block,
     user_message,
 )
+from services.session_caps import over_cap
 from services.trace import trace
 from tools.ask_user_question import DISABLED_RESULT
 from tools.ask_user_question import NAME as ASK_NAME
@@ -220,6 +221,9 @@ class ToolRunner:
                 is_error=True,
                 summary="denied by hook",
             ), False
+        refused = over_cap(name, self.ctx.session.capped_calls)
+        if refused is not None:
+            return ToolOutput(refused, is_error=True, summary="over the session's cap"), False
         if checkpoints is not None and name == BASH_TOOL:
             # A shell can change any file: snapshot the tree once per turn, as late as possible
             # (allowed, not denied by a hook), right before it runs; background runs too.

@@ -54,10 +54,12 @@ SUBTYPES = {
     "refusal": "error_during_execution",
     "context_window_exceeded": "error_during_execution",
     "max_tokens": "error_max_tokens",
+    "loop_detected": "error_loop_detected",  # this agent's: Claude Code has no loop guard
 }
 TERMINAL_REASONS = {"completed": "completed", "max_turns": "max_turns", "error": "model_error",
                     "aborted": "aborted_streaming", "budget": "max_budget_usd", "refusal": "refusal",
-                    "context_window_exceeded": "context_window_exceeded", "max_tokens": "max_tokens"}
+                    "context_window_exceeded": "context_window_exceeded", "max_tokens": "max_tokens",
+                    "loop_detected": "loop_detected"}
 INTERRUPTED_TEXT = "[Request interrupted by user]"
 SDK_SERVER_WAIT_S = 30.0  # at most, for the SDK host's own MCP servers before the first request
 
@@ -317,7 +319,7 @@ class HeadlessRun:
         }
         if reason in ("completed", "max_tokens"):
             obj["result"] = text
-        elif reason in ("error", "refusal", "context_window_exceeded"):  # the error's text, as Claude Code has it
+        elif reason in ("error", "refusal", "context_window_exceeded", "loop_detected"):  # the error's text
             obj["result"] = terminal.error or "error"
         obj.update({
             "stop_reason": terminal.stop_reason or (stop if reason == "completed" else None),

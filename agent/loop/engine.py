@@ -28,6 +28,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.hooks import NO_HOOKS, Hooks
+from services.loop_guard import LoopGuardOptions
 from services.messages import Message, repair_pairing, text_block, user_message
 from services.model_types import CallModel
 from services.private_fs import ensure_private_dir
@@ -60,6 +61,7 @@ class EngineConfig:
     compact: CompactOptions = field(default_factory=CompactOptions)
     thinking: ThinkingOptions | None = None
     server_tools: list[str] = field(default_factory=list)
+    loop_guard: LoopGuardOptions = field(default_factory=LoopGuardOptions)  # settings' `loopGuard`
 
 
 # Notices [(kind, text)] to show before a model call; may change the tool list in place (MCP).
@@ -354,6 +356,7 @@ class QueryEngine:
             autocompact_state=self.autocompact_state,
             refresh_tools=self.refresh_tools,
             thinking=self.config.thinking,
+            loop_guard=self.config.loop_guard,
             server_tools=list(self.config.server_tools),
         )
         terminal: Terminal | None = None

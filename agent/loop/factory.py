@@ -251,6 +251,7 @@ def _engine_config(opts: AppOptions) -> EngineConfig:
         thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
                               budget=settings.max_thinking_tokens),
         server_tools=enabled_server_tools(settings_files),
+        **({"loop_guard": opts.merged.loop_guard} if opts.merged is not None else {}),
     )
 
 

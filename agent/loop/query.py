@@ -42,6 +42,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.hooks import NO_HOOKS, Hooks
+from services.loop_guard import LoopGuard, LoopGuardOptions
 from services.messages import (
     Message,
     ToolUseBlock,
@@ -96,6 +97,7 @@ class QueryParams:
     # Called before every model call: may change `tools` in place (MCP servers that became ready append
     # theirs at the end) and returns notices [(kind, text)] to show. None: the tool list is fixed.
     refresh_tools: Callable[[], list[tuple[str, str]]] | None = None
+    loop_guard: LoopGuardOptions = field(default_factory=LoopGuardOptions)
 
 
 class _Aborted(Exception):
@@ -173,6 +175,7 @@ class Exchange:
     assistant: Message | None = None
     uses: list[ToolUseBlock] = field(default_factory=list)
     outcome: BatchOutcome | None = None
+    looping: str = ""  # the loop guard's stop message: the turn ends once the results are kept
     terminal: Terminal | None = None
     next_turn: bool = False
 
@@ -184,7 +187,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
     """The ReAct loop: each turn runs the steps below until one of them ends the task."""
     loop = _Loop(params, deps)
     steps: list[Step] = [loop.begin_turn, loop.compact_history, loop.call_model, loop.handle_stop,
-                         loop.run_tools, loop.record_turn]
+                         loop.run_tools, loop.guard_repeats, loop.record_turn]
     while True:
         x = loop.new_exchange()
         for step in steps:
@@ -214,6 +217,7 @@ class _Loop:
         self._tools_changed()
         self.stop_hook_active = False
         self.paused: Message | None = None  # a pause_turn reply waiting for its continuation
+        self.repeats = LoopGuard(params.loop_guard)  # one per query: a turn's calls
         self.turn = 0
 
     def _tools_changed(self) -> None:
@@ -461,6 +465,24 @@ class _Loop:
             else:
                 yield item
 
+    async def guard_repeats(self, x: Exchange) -> AsyncIterator[Event]:
+        """Identical calls with identical results: the model is told on the result, then the turn ends."""
+        outcome = x.outcome
+        assert outcome is not None
+        by_id = {u["id"]: u for u in x.uses}
+        for i, block in enumerate(outcome.results):
+            use = by_id.get(block.get("tool_use_id", ""))
+            if use is None:
+                continue
+            verdict = self.repeats.observe(use["name"], use.get("input"), block.get("content"),
+                                           bool(block.get("is_error")))
+            if verdict.note:
+                outcome.results[i] = with_note(block, verdict.note)
+                yield NoticeEvent("loop", verdict.note)
+            if verdict.stop and not x.looping:
+                x.looping = verdict.stop
+        return
+
     async def record_turn(self, x: Exchange) -> AsyncIterator[Event]:
         """The results message (stage 1 decided on arrival) and any messages the tools added, into the history."""
         params, outcome, assistant = self.params, x.outcome, x.assistant
@@ -480,6 +502,17 @@ class _Loop:
         if outcome.end_turn:
             trace("query.turn_end", reason="aborted", turn=x.turn)
             x.terminal = Terminal("aborted", x.turn, "" if outcome.aborted else "Tool use rejected by the user.")
+        elif x.looping:
+            trace("query.turn_end", reason="loop_detected", turn=x.turn)
+            x.terminal = Terminal("loop_detected", x.turn, x.looping)
+
+
+def with_note(block: Any, note: str) -> Any:
+    """A tool_result with one more line for the model (a text block when its content is blocks)."""
+    content = block.get("content")
+    if isinstance(content, list):
+        return {**block, "content": [*content, {"type": "text", "text": note}]}
+    return {**block, "content": f"{content}\n\n{note}" if content else note}
 
 
 def _stream_events(x: Exchange, event: object) -> list[Event]:

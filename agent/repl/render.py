@@ -376,7 +376,7 @@ class Renderer:
         elif ev.reason == "error":
             first = (ev.error or "error").strip().splitlines()
             self.console.print(Text(f"Error: {first[0] if first else 'error'}", style="bold red"))
-        elif ev.reason in ("refusal", "context_window_exceeded"):
+        elif ev.reason in ("refusal", "context_window_exceeded", "loop_detected"):
             self.console.print(Text(ev.error, style="bold red"))
         elif ev.reason == "max_tokens":
             self.console.print(Text(ev.error, style="yellow"))
