@@ -28,6 +28,7 @@ from typing import Any
 from services.config import getenv
 from services.loop_guard import LoopGuardOptions, stricter
 from services.loop_guard import parse_options as parse_loop_guard
+from services.notify import CHANNELS as NOTIF_CHANNELS
 from services.sandbox_settings import SandboxSettings, merge_sandbox
 
 SCOPES = ("user", "project", "local", "flags")
@@ -60,6 +61,7 @@ class MergedSettings:
     output_style_source: str = ""  # the file that set it, for a warning naming it
     max_budget_usd: float | None = None  # `maxBudgetUsd`: the session's spending cap (the flag wins)
     loop_guard: LoopGuardOptions = field(default_factory=LoopGuardOptions)  # `loopGuard`: repeats told, stopped
+    notif_channel: str | None = None  # Claude Code's `preferredNotifChannel` (services/notify.py)
     secret_env: list[str] = field(default_factory=list)
     pass_env: list[str] = field(default_factory=list)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)  # Claude Code's `sandbox` block
@@ -249,6 +251,13 @@ def _merge_loop_guard(m: _FileMerge, raw: Any) -> None:
         m.out.loop_guard = options
 
 
+def _merge_notif_channel(m: _FileMerge, raw: Any) -> None:
+    if raw not in NOTIF_CHANNELS:
+        m.warn("preferredNotifChannel", f"must be one of {', '.join(NOTIF_CHANNELS)}")
+    else:
+        m.out.notif_channel = raw
+
+
 def _merge_mcp_servers(m: _FileMerge, servers: Any) -> None:
     if not isinstance(servers, dict):
         m.warn("mcpServers", "must be an object")
@@ -288,6 +297,7 @@ _FIELDS: tuple[tuple[str, Callable[[_FileMerge, Any], None]], ...] = (
     ("model", _merge_model),
     ("maxBudgetUsd", _merge_max_budget),
     ("loopGuard", _merge_loop_guard),
+    ("preferredNotifChannel", _merge_notif_channel),
     ("mcpServers", _merge_mcp_servers),
     ("sandbox", _merge_sandbox),
     ("secretEnv", _merge_secret_env),

@@ -228,7 +228,10 @@ class ToolRunner:
             # A shell can change any file: snapshot the tree once per turn, as late as possible
             # (allowed, not denied by a hook), right before it runs; background runs too.
             await checkpoints.before_bash(Path(self.ctx.cwd))
-        output = await tool.call(raw_input, self.ctx.for_call(tid))
+        try:
+            output = await tool.call(raw_input, self.ctx.for_call(tid))
+        except ToolError as exc:  # a failure the model can act on: PostToolUseFailure runs for it too
+            output = ToolOutput(str(exc), is_error=True)
         if not isinstance(output, ToolOutput):
             output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
         if checkpoints is not None:  # what the agent left in the files (a shell may change any)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agent.loop.factory import AppOptions
     from agent.repl.image_input import PendingImages
     from agent.repl.live_area import AppLiveArea
+    from agent.repl.notifications import TerminalNotifier
     from agent.repl.render import Renderer
     from agent.repl.state import ReplState
     from agent.repl.status_line import StatusLine
@@ -58,6 +59,7 @@ class ReplParts:
     session: PromptSession
     status_line: StatusLine | None
     ctx: CommandContext
+    notifier: TerminalNotifier
     checkpoints: CheckpointStore
     pending_images: PendingImages
     next_default: str

@@ -80,9 +80,11 @@ class QuestionsPart(ReplParts):
         """The permission question: Claude Code's numbered menu (Enter = Yes)."""
         if request.tool.name == "AskUserQuestion":  # the model's own questions: options, not a permission
             async with self._permission_lock:
+                await self.notifier.waiting()
                 return await ask_questions(self, request)
         async with self._permission_lock:  # parallel tool calls ask one at a time
             self.renderer.permission_question(request.tool.name, request.label, request.input, request.reason)
+            await self.notifier.permission(request.tool.name)
             answer = await self._ask(Question("menu", request=request)) or "deny"
             note = ""
             if answer == "note":

@@ -42,6 +42,7 @@ from agent.repl.input_box import InputPart
 from agent.repl.keys import repl_key_bindings
 from agent.repl.live_area import AppLiveArea
 from agent.repl.mcp_start import McpPart
+from agent.repl.notifications import TerminalNotifier
 from agent.repl.parts import Question
 from agent.repl.questions import QuestionsPart
 from agent.repl.render import Renderer, make_console
@@ -65,6 +66,7 @@ from agent.repl.terminal import TerminalPart
 from agent.repl.turns import TurnsPart
 from agent.slash.router import CommandContext, CommandRouter, default_router
 from agent.slash.skills import register_custom_commands, register_skill_commands
+from services.config import agent_environ, env_int
 from services.private_fs import append_private
 from services.session import SessionLocked, privacy_warnings
 from services.trace import trace
@@ -143,7 +145,9 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
         self.ctx = CommandContext(self.engine, self.console, self.cwd, self.router, opts=opts, pick=self.pick)
         self.ctx.extras["repl"] = self
         self.engine.gate.notify = lambda line: self.say(line, "dim")  # where a "don't ask again" rule went
-        self.engine.gate.notify = lambda line: self.say(line, "dim")  # where a "don't ask again" rule went
+        self.notifier = TerminalNotifier(self._write_terminal, lambda: self.engine.hooks,
+                                         opts.merged.notif_channel if opts.merged else None, agent_environ(),
+                                         float(env_int("AGENT_NOTIFY_TURN_SECONDS", 60, minimum=0)))
         # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
         self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
         self.engine.state.checkpoints = self.checkpoints

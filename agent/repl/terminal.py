@@ -16,6 +16,12 @@ from agent.repl.permission_menu import ESCAPE_SEQUENCE
 from services.trace import trace
 
 
+def write_terminal(app_output: Any, text: str) -> None:
+    """Bytes for the terminal itself (a notification), past the renderer: written raw, flushed."""
+    app_output.write_raw(text)
+    app_output.flush()
+
+
 class _TerminalProxy(StdoutProxy):
     """prompt-toolkit's stdout proxy, minus its one failure mode: when the terminal goes away (the window is
     closed: EIO, EPIPE), a write must not raise in its flush thread or in a task nobody awaits. What cannot be
@@ -98,6 +104,9 @@ class _TerminalProxy(StdoutProxy):
 
 
 class TerminalPart(ReplParts):
+    def _write_terminal(self, text: str) -> None:
+        write_terminal(self.session.app.output, text)
+
     @staticmethod
     def _loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         # A stray task's exception (a tool's helper task, say) must not garble the screen.

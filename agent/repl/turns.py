@@ -71,6 +71,7 @@ class TurnsPart(ReplParts):
         self.checkpoints.directory = self.engine.session_dir / "checkpoints"  # /clear starts a new session
         self.checkpoints.record = self.engine.record
         self.checkpoints.begin_turn(-1)  # set once the prompt is in the history (first event below)
+        began = self.clock()
         try:
             async for ev in self.engine.run_turn(text, inject_before=inject or None, images=blocks or None):
                 if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
@@ -85,6 +86,7 @@ class TurnsPart(ReplParts):
             self.renderer.close()
             for line in self.engine.budget.notices(spent(self.engine)):
                 self.say(line, "yellow")
+        await self.notifier.turn_ended(self.clock() - began)  # not after an interrupt: the user is here
 
     def _budget_refuses(self, text: str) -> bool:
         """A spent budget: the prompt is not sent but put back in the input box, and the user is told."""

@@ -61,6 +61,10 @@ class Hooks:
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
         return None
 
+    async def notification(self, message: str, notification_type: str) -> None:
+        """The user is being notified (a question waits, a long turn ended)."""
+        return None
+
     async def subagent_stop(self, last_assistant_text: str, stop_hook_active: bool,
                             agent: dict[str, Any]) -> HookDecision | None:
         """A sub-agent is about to end (`agent`: agent_id, agent_type, agent_transcript_path)."""

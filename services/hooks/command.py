@@ -39,10 +39,10 @@ from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
-          "SessionStart", "SessionEnd", "PreCompact", "PostCompact")
+          "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
-MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact")
+MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -550,6 +550,10 @@ class CommandHooks(Hooks):
 
     async def session_end(self, reason: str) -> None:
         await self._notify("SessionEnd", reason, reason=reason)
+
+    async def notification(self, message: str, notification_type: str) -> None:
+        """Claude Code's Notification event; its matcher applies to the notification type."""
+        await self._notify("Notification", notification_type, message=message, notification_type=notification_type)
 
     async def run_stop(self, stop_hook_active: bool, last_assistant_text: str = "", event: str = "Stop",
                        extra: dict[str, Any] | None = None) -> StopResult:
