@@ -110,8 +110,16 @@ class _ChildHooks(Hooks):
     async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
         return await self.parent.pre_tool_use(name, input, tool_use_id)
 
-    async def post_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool) -> None:
-        await self.parent.post_tool_use(name, input, tool_use_id, result, is_error)
+    async def post_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool,
+                            duration_ms: int | None = None) -> None:
+        await self.parent.post_tool_use(name, input, tool_use_id, result, is_error, duration_ms)
+
+    async def post_tool_use_failure(self, name: str, input: dict[str, Any], tool_use_id: str, error: str,
+                                    is_interrupt: bool, duration_ms: int) -> HookDecision | None:
+        return await self.parent.post_tool_use_failure(name, input, tool_use_id, error, is_interrupt, duration_ms)
+
+    async def post_tool_batch(self, tool_calls: list[dict[str, Any]]) -> HookDecision | None:
+        return await self.parent.post_tool_batch(tool_calls)
 
 
 def _safe_id(text: str) -> str:
@@ -320,7 +328,7 @@ class AgentTool(Tool):
         agent_id = _safe_id(ctx.tool_use_id) if ctx.tool_use_id else uuid.uuid4().hex[:12]
         child_dir = (ctx.session_dir / "agents" / agent_id) if ctx.session_dir else None
         model, system, hooks = self._agent_setup(agent, ctx, agent_id, child_dir)
-        run = _ChildRun(model, [user_message(input["prompt"])], child_dir)
+        run = _ChildRun(model, [await self._first_message(input["prompt"], hooks, agent_id, agent)], child_dir)
         params = self._loop_params(run, ctx, depth, child_dir, system, tools, hooks)
         run.write({"type": "agent", "id": agent_id, "description": description, "depth": depth, "model": model,
                    "agent_type": agent.name if agent else GENERAL_PURPOSE,
@@ -339,6 +347,15 @@ class AgentTool(Tool):
             self._roll_up(ctx, run.usage)
             run.finish(agent_id, started)
         return self._result(description, run.terminal, run.last_text, run.tool_calls, run.usage)
+
+    @staticmethod
+    async def _first_message(prompt: str, hooks: _ChildHooks, agent_id: str, agent: AgentDef | None) -> Message:
+        """The sub-agent's prompt, with what SubagentStart hooks add (Claude Code's event) after it."""
+        started = await hooks.parent.subagent_start(agent_id, agent.name if agent else GENERAL_PURPOSE)
+        if started is None or not started.additional_context:
+            return user_message(prompt)
+        note = f"SubagentStart hook additional context: {started.additional_context}"
+        return user_message([{"type": "text", "text": prompt}, {"type": "text", "text": note}])
 
     def _loop_params(self, run: _ChildRun, ctx: ToolContext, depth: int, child_dir: Any, system: str,
                      tools: list[Tool], hooks: _ChildHooks) -> dict[str, Any]:

@@ -251,7 +251,8 @@ class ToolRunner:
             after = await self.hooks.post_tool_use_failure(name, input, tid, error, False,
                                                            int((time.monotonic() - started) * 1000))
         else:
-            after = await self.hooks.post_tool_use(name, input, tid, output.content, False)
+            after = await self.hooks.post_tool_use(name, input, tid, output.content, False,
+                                                   int((time.monotonic() - started) * 1000))
         if after is not None and after.additional_context:
             output.new_messages.append(user_message(after.additional_context, meta={"hook": "PostToolUse"}))
 

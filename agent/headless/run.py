@@ -472,10 +472,35 @@ class SdkHooks(Hooks):
         return decision
 
     async def post_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str, result: Any,
-                            is_error: bool) -> None:
-        await self.inner.post_tool_use(name, input, tool_use_id, result, is_error)
+                            is_error: bool, duration_ms: int | None = None) -> None:
+        await self.inner.post_tool_use(name, input, tool_use_id, result, is_error, duration_ms)
         await self._call("PostToolUse", name, {"tool_name": name, "tool_input": input, "tool_use_id": tool_use_id,
                                                "tool_response": result}, tool_use_id)
+
+    # The project's hooks for the events the SDK host registers none for here run as they are.
+    async def post_tool_use_failure(self, *args: Any, **kwargs: Any) -> HookDecision | None:
+        return await self.inner.post_tool_use_failure(*args, **kwargs)
+
+    async def post_tool_batch(self, *args: Any, **kwargs: Any) -> HookDecision | None:
+        return await self.inner.post_tool_batch(*args, **kwargs)
+
+    async def subagent_start(self, *args: Any, **kwargs: Any) -> HookDecision | None:
+        return await self.inner.subagent_start(*args, **kwargs)
+
+    async def subagent_stop(self, *args: Any, **kwargs: Any) -> HookDecision | None:
+        return await self.inner.subagent_stop(*args, **kwargs)
+
+    async def pre_compact(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.pre_compact(*args, **kwargs)
+
+    async def post_compact(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.post_compact(*args, **kwargs)
+
+    async def session_end(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.session_end(*args, **kwargs)
+
+    async def notification(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.notification(*args, **kwargs)
 
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
         decision = await self.inner.stop(last_assistant_text, stop_hook_active)

@@ -182,7 +182,8 @@ def build_engine(
         _tool_search(engine, blocked)
     for notice in found.prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
-    hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript))
+    hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript),
+               permission_mode=lambda: str(engine.gate.mode))
     # Spill files: remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
     from services.spill_cleanup import cleanup_spill_dirs
 

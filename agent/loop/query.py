@@ -187,7 +187,7 @@ async def query(params: QueryParams, deps: QueryDeps) -> AsyncIterator[Event]:
     """The ReAct loop: each turn runs the steps below until one of them ends the task."""
     loop = _Loop(params, deps)
     steps: list[Step] = [loop.begin_turn, loop.compact_history, loop.call_model, loop.handle_stop,
-                         loop.run_tools, loop.guard_repeats, loop.record_turn]
+                         loop.run_tools, loop.guard_repeats, loop.after_batch, loop.record_turn]
     while True:
         x = loop.new_exchange()
         for step in steps:
@@ -482,6 +482,24 @@ class _Loop:
             if verdict.stop and not x.looping:
                 x.looping = verdict.stop
         return
+
+    async def after_batch(self, x: Exchange) -> AsyncIterator[Event]:
+        """PostToolBatch hooks, once per batch (Claude Code's event); what they add follows the results."""
+        outcome = x.outcome
+        assert outcome is not None
+        if outcome.end_turn:
+            return
+        by_id = {u["id"]: u for u in x.uses}
+        calls = [{"tool_name": use["name"], "tool_input": use.get("input"), "tool_use_id": use["id"],
+                  "tool_response": block.get("content")}
+                 for block in outcome.results if (use := by_id.get(block.get("tool_use_id", ""))) is not None]
+        decision = await self.params.hooks.post_tool_batch(calls)
+        if decision is not None and decision.additional_context:
+            outcome.new_messages.append(user_message(
+                f"PostToolBatch hook additional context: {decision.additional_context}",
+                meta={"hook": "PostToolBatch"}))
+        return
+        yield  # an async generator like the other steps
 
     async def record_turn(self, x: Exchange) -> AsyncIterator[Event]:
         """The results message (stage 1 decided on arrival) and any messages the tools added, into the history."""

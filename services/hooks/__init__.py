@@ -37,7 +37,8 @@ class Hooks:
         return None
 
     async def post_tool_use(
-        self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool
+        self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool,
+        duration_ms: int | None = None,
     ) -> HookDecision | None:
         """After a call that succeeded: `additional_context` (or a `block` reason) goes to the model."""
         return None
@@ -59,6 +60,14 @@ class Hooks:
         return None
 
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
+        return None
+
+    async def post_tool_batch(self, tool_calls: list[dict[str, Any]]) -> HookDecision | None:
+        """Once after a batch of tool calls, before the next request (`additional_context` goes to the model)."""
+        return None
+
+    async def subagent_start(self, agent_id: str, agent_type: str) -> HookDecision | None:
+        """A sub-agent starts (`additional_context` joins its conversation)."""
         return None
 
     async def notification(self, message: str, notification_type: str) -> None:

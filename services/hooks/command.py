@@ -39,10 +39,11 @@ from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
-          "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification")
+          "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
-MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification")
+MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
+                  "SubagentStart")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -52,6 +53,9 @@ CLAUDE_CODE_EVENTS = frozenset((
     "Setup", "TeammateIdle", "TaskCreated", "TaskCompleted", "Elicitation", "ElicitationResult", "ConfigChange",
     "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "CwdChanged", "FileChanged", "DirectoryAdded",
     "MessageDisplay", "PreSkillShellCommand"))
+# Events whose input carries the session's permission mode (as Claude Code 2.1.332 sends them).
+MODE_EVENTS = frozenset(("UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+                         "Stop", "SubagentStop"))
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 TIMEOUT_EXIT_CODE = 124
 MAX_CAPTURE_CHARS = 64 * 1024
@@ -386,11 +390,14 @@ class CommandHooks(Hooks):
             self._warned.add(text)
             self.report(text)
 
-    def bind(self, session_id: Callable[[], str], transcript_path: Callable[[], str] | None = None) -> None:
+    def bind(self, session_id: Callable[[], str], transcript_path: Callable[[], str] | None = None,
+             permission_mode: Callable[[], str] | None = None) -> None:
         """Late binding to the engine, whose session id changes on /clear and /resume."""
         self._session_id = session_id
         if transcript_path is not None:
             self._transcript_path = transcript_path
+        if permission_mode is not None:
+            self._permission_mode = permission_mode
 
     # -- config --
     def _key(self) -> tuple[object, ...]:
@@ -443,6 +450,9 @@ class CommandHooks(Hooks):
         }
         if self._transcript_path is not None:
             payload["transcript_path"] = self._transcript_path()
+        mode = getattr(self, "_permission_mode", None)
+        if mode is not None and event in MODE_EVENTS:
+            payload["permission_mode"] = mode()
         payload.update(fields)
         return payload
 
@@ -485,11 +495,14 @@ class CommandHooks(Hooks):
         return decision
 
     async def post_tool_use(
-        self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool
+        self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool,
+        duration_ms: int | None = None,
     ) -> HookDecision | None:
         # tool_is_error: this agent's field from before PostToolUseFailure existed (always false now).
         fields = {"tool_name": name, "tool_input": input, "tool_use_id": tool_use_id, "tool_response": result,
                   "tool_is_error": is_error}
+        if duration_ms is not None:
+            fields["duration_ms"] = duration_ms
         return await self._after_tool("PostToolUse", name, fields)
 
     async def post_tool_use_failure(self, name: str, input: dict[str, Any], tool_use_id: str, error: str,
@@ -550,6 +563,27 @@ class CommandHooks(Hooks):
 
     async def session_end(self, reason: str) -> None:
         await self._notify("SessionEnd", reason, reason=reason)
+
+    async def _context_only(self, event: str, target: str | None, **fields: Any) -> HookDecision | None:
+        """An event whose output may only add context for the model (PostToolBatch, SubagentStart)."""
+        entries = self.entries(event, target)
+        if not entries:
+            return None
+        context: list[str] = []
+        for out in await self.run_event(entries, self._payload(event, **fields)):
+            obj = self._control(event, out)
+            if out.exit_code != 0:
+                self._failed(event, out)
+            elif _additional_context(obj):
+                context.append(_clip(_additional_context(obj)))
+        trace("hooks.context", event=event, count=len(entries), context_chars=sum(map(len, context)))
+        return HookDecision("allow", additional_context="\n\n".join(context))
+
+    async def post_tool_batch(self, tool_calls: list[dict[str, Any]]) -> HookDecision | None:
+        return await self._context_only("PostToolBatch", None, tool_calls=tool_calls)
+
+    async def subagent_start(self, agent_id: str, agent_type: str) -> HookDecision | None:
+        return await self._context_only("SubagentStart", agent_type, agent_id=agent_id, agent_type=agent_type)
 
     async def notification(self, message: str, notification_type: str) -> None:
         """Claude Code's Notification event; its matcher applies to the notification type."""
