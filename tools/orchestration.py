@@ -47,6 +47,9 @@ MAX_PARALLEL_TOOLS = 10
 # before anything walks it (validation, hooks, the renderers' JSON). 16 MiB is far beyond any real call.
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 
+# Tools whose permission question is where the user answers them (a hook "allow" does not skip it).
+ANSWERED_BY_USER = frozenset(("AskUserQuestion", "ExitPlanMode"))
+
 
 def input_limit_error(name: str, value: Any) -> str | None:
     """Why `value` is too deep or too large for a tool input, or None; counted without recursion."""
@@ -206,14 +209,8 @@ class ToolRunner:
         tool = self.tools.get(name)
         raw_input = self._checked_input(tool, name, use.get("input"), limit_error)
         assert tool is not None
-        verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid))
-        if not verdict.allowed:
-            return ToolOutput(verdict.message, is_error=True, summary="denied"), verdict.end_turn
-        if verdict.updated_input is not None:
-            error = validate_input(tool, verdict.updated_input)  # the host's input is checked too
-            if error:
-                raise ToolError(error)
-            raw_input = verdict.updated_input
+        # PreToolUse runs before the gate (as in Claude Code): it may deny, answer the question, or
+        # rewrite the input, which the gate then judges as what will actually run.
         decision = await self.hooks.pre_tool_use(name, raw_input, tid)
         if decision is not None and decision.action == "deny":
             return ToolOutput(
@@ -221,6 +218,19 @@ class ToolRunner:
                 is_error=True,
                 summary="denied by hook",
             ), False
+        if decision is not None and decision.updated_input is not None:
+            raw_input = self._checked_input(tool, name, decision.updated_input, None)
+        hook = (decision.permission, decision.reason) if decision is not None and decision.permission else None
+        if hook is not None and hook[0] == "allow" and name in ANSWERED_BY_USER:
+            hook = None  # the question is the tool: a hook cannot answer it for the user
+        verdict = await self.gate.authorize(tool, raw_input, self.ctx.for_call(tid), hook)
+        if not verdict.allowed:
+            return ToolOutput(verdict.message, is_error=True, summary="denied"), verdict.end_turn
+        if verdict.updated_input is not None:
+            error = validate_input(tool, verdict.updated_input)  # the host's input is checked too
+            if error:
+                raise ToolError(error)
+            raw_input = verdict.updated_input
         refused = over_cap(name, self.ctx.session.capped_calls)
         if refused is not None:
             return ToolOutput(refused, is_error=True, summary="over the session's cap"), False

@@ -450,9 +450,12 @@ class PermissionGate:
         return self._match(allow_rules, tool, input, ctx, None, any_part=False) is not None
 
     # -- the decision --
-    async def authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
+    async def authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
+                        hook: tuple[str, str] | None = None) -> Verdict:
+        """`hook`: a PreToolUse hook's ("allow" | "ask", reason): allow skips the question (deny rules,
+        secrets and plan mode still refuse), ask asks even where a rule allows."""
         try:
-            verdict = await self._authorize(tool, input, ctx)
+            verdict = await self._authorize(tool, input, ctx, hook)
         except Exception as exc:  # noqa: BLE001 - a gate that cannot decide must not allow
             verdict = await self._fail_closed(tool, input, ctx, exc)
             if not verdict.allowed:
@@ -536,7 +539,8 @@ class PermissionGate:
             reasons.append(config)
         return self._allowed_by_env()
 
-    async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext) -> Verdict:
+    async def _authorize(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
+                         hook: tuple[str, str] | None = None) -> Verdict:
         target = _target(tool, input)
         parsed = analyze(target[1]) if target and target[0] == "command" and tool.name == "Bash" else None
         deny_rules = self._rules(self.disallowed_tools)
@@ -548,8 +552,10 @@ class PermissionGate:
             return Verdict(False, f"Refused: {tool.name} would read {secret}. This is never allowed outside "
                                   "bypassPermissions mode.")
         unknown = self._unknown_under_deny(deny_rules, parsed)
+        hook_asks = [f"a PreToolUse hook asks: {hook[1] or 'confirm this call'}"] if hook and hook[0] == "ask" else []
         if self.mode == "bypassPermissions":
-            return Verdict(True) if unknown is None else await self._question(tool, input, ctx, [unknown], None)
+            reasons = [unknown] if unknown is not None else hook_asks
+            return Verdict(True) if not reasons else await self._question(tool, input, ctx, reasons, None)
         read_only = tool.is_read_only(input)
         if self.mode == "plan" and not read_only:
             return Verdict(False, f"Plan mode: {tool.name} is not read-only and cannot run. " + REJECT_MESSAGE)
@@ -567,6 +573,10 @@ class PermissionGate:
         if unknown is not None:
             reasons.append(unknown)
         reasons.extend(self._rule_and_network_reasons(tool, input, ctx, parsed, allow_rules))
+        if hook_asks:
+            return await self._question(tool, input, ctx, [*reasons, *hook_asks], parsed, read_reason)
+        if hook and hook[0] == "allow":
+            return Verdict(True)  # the hook answered the question the checks above would have asked
         if not reasons and self._allowed_without_question(tool, input, ctx, parsed, allow_rules, reasons):
             return Verdict(True)
         return await self._question(tool, input, ctx, reasons, parsed, read_reason)

@@ -23,6 +23,10 @@ class HookDecision:
     action: str  # "allow" | "deny" | "block" | "stop"
     reason: str = ""
     additional_context: str = ""
+    # PreToolUse only: Claude Code's permissionDecision "allow" (no question; deny rules still hold) or
+    # "ask" (a question even where a rule allows), and `updatedInput` (the gate judges the new input).
+    permission: str = ""
+    updated_input: dict[str, Any] | None = None
 
 
 class Hooks:

@@ -321,6 +321,23 @@ def _additional_context(obj: dict[str, Any]) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def _pre_permission(objs: list[dict[str, Any]]) -> tuple[str, str, dict[str, Any] | None]:
+    """A PreToolUse hook's "allow"/"ask" (and its reason) and updatedInput, from its JSON lines."""
+    permission, reason, updated = "", "", None
+    for obj in objs:
+        spec = _specific(obj)
+        value = spec.get("permissionDecision", obj.get("permissionDecision"))
+        if obj.get("decision") == "approve":  # the older spelling of allow
+            value = value or "allow"
+        if value in ("allow", "ask") and permission != "ask":
+            permission = str(value)
+            reason = _str(spec.get("permissionDecisionReason") or obj.get("permissionDecisionReason") or "")
+        new = spec.get("updatedInput")
+        if isinstance(new, dict):
+            updated = new
+    return permission, reason, updated
+
+
 def _pre_deny(obj: dict[str, Any]) -> str | None:
     """The deny reason when a PreToolUse JSON line denies, else None."""
     spec = _specific(obj)
@@ -474,7 +491,13 @@ class CommandHooks(Hooks):
         payload = self._payload("PreToolUse", tool_name=name, tool_input=input, tool_use_id=tool_use_id)
         outcomes = await self.run_event(entries, payload)
         decision: HookDecision | None = None
+        asked = HookDecision("allow")
         for entry, out in zip(entries, outcomes, strict=True):
+            permission, why, updated = _pre_permission(json_lines(out.stdout)) if out.exit_code == 0 else ("", "", None)
+            if permission and asked.permission != "ask":
+                asked.permission, asked.reason = permission, why
+            if updated is not None:
+                asked.updated_input = updated
             reason = next((r for r in map(_pre_deny, json_lines(out.stdout)) if r is not None), None)
             if reason is None and out.exit_code == 2:
                 reason = _clip(out.stderr) or _clip(out.stdout) or "blocked by PreToolUse hook (exit 2)"
@@ -489,9 +512,11 @@ class CommandHooks(Hooks):
             "hooks.pre",
             tool=name,
             count=len(outcomes),
-            decision=decision.action if decision else "allow",
+            decision=decision.action if decision else (asked.permission or "allow"),
             exit=",".join(str(o.exit_code) for o in outcomes),
         )
+        if decision is None and (asked.permission or asked.updated_input is not None):
+            return asked
         return decision
 
     async def post_tool_use(
