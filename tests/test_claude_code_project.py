@@ -127,3 +127,20 @@ def test_post_tool_batch_and_subagent_start_context_reach_the_model(cli: CliRunn
     assert "Look." in child_first and "SubagentStart hook additional context: start note" in child_first
     last = json.dumps(fake_anthropic.requests[2].messages[-1])
     assert "PostToolBatch hook additional context: batch note" in last
+
+
+def test_an_emergency_summary_runs_the_compaction_hooks(cli: CliRunner, fake_anthropic: FakeAnthropic) -> None:
+    """The API says the window is full: the summary made then runs PreCompact/PostCompact (trigger auto)."""
+    proj = Path(cli.cwd)
+    log = layout.build(proj)
+    trust(proj, cli.agent_home)
+    fake_anthropic.reply("Partial", stop_reason="model_context_window_exceeded")
+    fake_anthropic.text("Summary: the user asked a question.")
+    fake_anthropic.text("The answer.")
+    result = cli("-p", "question", "--output-format", "json", MCP_CONNECT_TIMEOUT_MS="60000")
+    assert json.loads(result.stdout)["result"] == "The answer.", result.stderr
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    compaction = [(e["hook_event_name"], e.get("trigger")) for e in events if "Compact" in e["hook_event_name"]]
+    assert compaction == [("PreCompact", "auto"), ("PostCompact", "auto")]
+    post = next(e for e in events if e["hook_event_name"] == "PostCompact")
+    assert "the user asked a question" in post["compact_summary"]

@@ -400,6 +400,7 @@ class _Loop:
         if response.stop_reason == "model_context_window_exceeded" and not x.compacted_for_window:
             x.compacted_for_window = True
             yield RetryEvent(0, 0.0, "model_context_window_exceeded")
+            await self.params.hooks.pre_compact("auto", None)  # an emergency summary is an automatic one
             compacted = await _compact_for_window(
                 self.messages, _autocompact_context(self.params, self.deps, self.tool_specs, self.env))
             if compacted is None:
@@ -407,6 +408,8 @@ class _Loop:
                 return
             for ev in self._replace_history(compacted):
                 yield ev
+            if getattr(compacted, "replaced", True):
+                await self.params.hooks.post_compact("auto", summary_of(compacted.messages))
             yield NoticeEvent("compact", "The context window was full; compacted the conversation and retrying.")
 
     async def handle_stop(self, x: Exchange) -> AsyncIterator[Event]:
