@@ -141,3 +141,21 @@ def file_rules(files: list[Any]) -> list[StoredRule]:
             out.extend(StoredRule(behavior, r, f.scope, f.path) for r in _rules_in(f.data, behavior)
                        if isinstance(r, str))
     return out
+
+
+def set_setting(path: Path, key: str, value: Any) -> None:
+    """Set the top-level `key` of the settings file `path` to `value`, in place (other keys and the layout
+    kept; created 0600 when missing); RuleStoreError, with the file named, when it cannot be edited."""
+    text, root = _read(path)
+    if root is None:
+        write_private(path, json.dumps({key: value}, indent=2) + "\n")
+        return
+    current = root.get(key)
+    if current is not None:
+        new = text[:current.start] + json.dumps(value, ensure_ascii=False) + text[current.end:]
+    else:
+        new = add_member(text, root, key, value)
+    expected = {**json.loads(text), key: value}
+    if _loads_or_none(new) != expected:  # the in-place edit went wrong: keep the content, lose the layout
+        new = json.dumps(expected, indent=2, ensure_ascii=False) + "\n"
+    write_private(path, new)

@@ -60,6 +60,8 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
             return EXIT_ERROR
     for notice in engine.notices_at_start:
         sys.stderr.write(f"notice: {notice}\n")
+    if fmt != "stream-json" and _is_output_style(text):  # a local command: answered without the model
+        return _output_style_command(engine, inv, text, out)
     try:
         text, inject, blocks, model = await custom_command_input(engine, inv, text, inject)
     except CommandError as exc:
@@ -92,6 +94,25 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     if terminal.reason == "aborted" and result["subtype"] != "error_max_budget_usd":
         return EXIT_INTERRUPTED
     return EXIT_OK if not result["is_error"] else EXIT_ERROR
+
+
+def _is_output_style(text: str) -> bool:
+    return text.strip() == "/output-style" or text.startswith("/output-style ")
+
+
+def _output_style_command(engine: Any, inv: Any, text: str, out: Any) -> int:
+    """`/output-style [style]` as a `-p` prompt (Claude Code runs it non-interactively too)."""
+    from agent.slash.output_style import switch
+    from services.config import agent_home
+
+    answer = switch(inv.app.cwd, agent_home(), engine.prompt_builder, text.strip()[len("/output-style"):])
+    engine.close()
+    if inv.output_format == "json":
+        out({"type": "result", "subtype": "success", "is_error": False, "num_turns": 0, "result": answer,
+             "session_id": engine.session_id, "total_cost_usd": 0})
+    else:
+        _print_text(answer)
+    return EXIT_OK
 
 
 async def _mcp_input(mcp: Any, engine: Any, prompt: str) -> tuple[str, list[Any]]:

@@ -588,6 +588,20 @@ def cmd_export(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Exported {len(lines)} entries to {target}", "dim")
 
 
+def cmd_output_style(ctx: CommandContext, args: str) -> None:
+    from agent.slash.output_style import switch
+    from services.config import agent_home
+
+    builder = getattr(ctx.engine, "prompt_builder", None)
+    if builder is None:
+        ctx.say("Output styles are not available in this session.", "dim")
+        return
+    ctx.say(switch(Path(ctx.cwd), agent_home(), builder, args))
+    repl = ctx.extras.get("repl")
+    if repl is not None:  # the status line shows the style
+        repl.refresh_status_line()
+
+
 def cmd_agents(ctx: CommandContext, args: str) -> None:
     tools = [t.name for t in ctx.engine.tools]
     if "Agent" not in tools:
@@ -629,6 +643,7 @@ def default_router() -> CommandRouter:
     from agent.slash.sandbox import cmd_sandbox
 
     router.register("budget", cmd_budget, "spent against the session's budget; set or raise it [usd]")
+    router.register("output-style", cmd_output_style, "List output styles or switch to one [style]")
 
     router.register("sandbox", cmd_sandbox, "show the Bash sandbox; switch it [auto-allow|regular|off]")
     router.register("bashes", cmd_bashes, "background shells: list them; stop one [kill ID]", aliases=("tasks",))

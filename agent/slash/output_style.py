@@ -1,0 +1,50 @@
+"""`/output-style [style]`: list the output styles or switch to one, as Claude Code 2.1.332 does (its words,
+recorded from the binary): the choice is saved to the project's `.claude/settings.local.json` and reaches
+the next request's system prompt. Works in the REPL and as a `-p` prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from services.output_styles import DEFAULT, OutputStyle, discover_styles
+from services.rule_store import RuleStoreError, set_setting
+from services.settings import user_files
+
+USAGE = "Usage: /output-style <style>"
+DEFAULT_DESCRIPTION = "Claude completes coding tasks efficiently and provides concise responses"
+
+
+def _styles(cwd: Path, home: Path) -> dict[str, OutputStyle]:
+    return discover_styles(cwd, user_files(home)[0].parent)
+
+
+def listing(styles: dict[str, OutputStyle], current: str) -> str:
+    names = [DEFAULT, *sorted(n for n in styles if n != DEFAULT)]
+    lines = [f"Output style: {current}", "Available styles:"]
+    for name in names:
+        desc = styles[name].description if name in styles else DEFAULT_DESCRIPTION
+        mark = " (current)" if name == current else ""
+        lines.append(f"- {name}{mark}: {desc}" if desc else f"- {name}{mark}")
+    return "\n".join([*lines, USAGE])
+
+
+def switch(cwd: Path, home: Path, builder: Any, arg: str) -> str:
+    """The command's one answer; on a switch the style is saved and set on the prompt `builder`."""
+    styles = _styles(cwd, home)
+    current = builder.style.name if builder.style is not None else DEFAULT
+    wanted = arg.strip()
+    names = [DEFAULT, *sorted(n for n in styles if n != DEFAULT)]
+    match = next((n for n in names if n.lower() == wanted.lower()), None) if wanted else None
+    if match is None:
+        if wanted:
+            return f'Unknown output style "{wanted}". Available styles: {", ".join(names)}'
+        return listing(styles, current)
+    if match == current:
+        return f"Output style is already {match}"
+    try:
+        set_setting(cwd / ".claude" / "settings.local.json", "outputStyle", match)
+    except RuleStoreError as exc:
+        return f"Couldn't save output style: {exc}"
+    builder.style = styles.get(match) if match != DEFAULT else None
+    return f"Output style set to {match}"
