@@ -144,3 +144,18 @@ def test_an_emergency_summary_runs_the_compaction_hooks(cli: CliRunner, fake_ant
     assert compaction == [("PreCompact", "auto"), ("PostCompact", "auto")]
     post = next(e for e in events if e["hook_event_name"] == "PostCompact")
     assert "the user asked a question" in post["compact_summary"]
+
+
+def test_an_api_failure_runs_stop_failure_not_stop(cli: CliRunner, fake_anthropic: FakeAnthropic) -> None:
+    proj = Path(cli.cwd)
+    log = layout.build(proj)
+    trust(proj, cli.agent_home)
+    fake_anthropic.http_error(529, "overloaded_error", "Overloaded")
+    result = cli("-p", "question", "--output-format", "json", API_MAX_RETRIES="0", MCP_CONNECT_TIMEOUT_MS="60000")
+    assert result.code == 1
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    names = [e["hook_event_name"] for e in events]
+    assert "StopFailure" in names and "Stop" not in names
+    failure = next(e for e in events if e["hook_event_name"] == "StopFailure")
+    assert failure["error"] == "overloaded" and "Overloaded" in failure["error_details"]
+    assert "last_assistant_message" in failure

@@ -502,6 +502,9 @@ class SdkHooks(Hooks):
     async def notification(self, *args: Any, **kwargs: Any) -> None:
         await self.inner.notification(*args, **kwargs)
 
+    async def stop_failure(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.stop_failure(*args, **kwargs)
+
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
         decision = await self.inner.stop(last_assistant_text, stop_hook_active)
         for answer in await self._call("Stop", None, {"stop_hook_active": stop_hook_active}, None):

@@ -7,9 +7,10 @@ decision to the transcript as it happens. Front ends (CLI, REPL) talk to the eng
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,9 +28,9 @@ from services.events import (
     ToolResultsEvent,
     UserMessageEvent,
 )
-from services.hooks import NO_HOOKS, Hooks
+from services.hooks import NO_HOOKS, Hooks, error_category
 from services.loop_guard import LoopGuardOptions
-from services.messages import Message, repair_pairing, text_block, user_message
+from services.messages import Message, message_text, repair_pairing, text_block, user_message
 from services.model_types import CallModel
 from services.private_fs import ensure_private_dir
 from services.session import (
@@ -340,7 +341,12 @@ class QueryEngine:
             # from), which retain and autocompact keep verbatim (services/compact/retain.py: is_user_own).
             self.append_message(user_message([*([text_block(text)] if text else []), *(images or [])]))
             touch_index(self.paths.transcript, text)
-        params = QueryParams(
+        async with contextlib.aclosing(self._drive(self._query_params())) as events:  # closed with us
+            async for event in events:
+                yield event
+
+    def _query_params(self) -> QueryParams:
+        return QueryParams(
             messages=self.messages,
             system=self.config.system_prompt,
             tools=self.tools,
@@ -359,12 +365,17 @@ class QueryEngine:
             loop_guard=self.config.loop_guard,
             server_tools=list(self.config.server_tools),
         )
+
+    async def _drive(self, params: QueryParams) -> AsyncGenerator[Event, None]:
+        """The loop over the history; whatever stops it, the history stays well-formed."""
         terminal: Terminal | None = None
         try:
             async for event in query(params, self.deps):
                 self._apply(event)
                 if isinstance(event, Terminal):
                     terminal = event
+                    if event.reason == "error":  # Claude Code's StopFailure, before the error is reported
+                        await self._stop_failure(event.error)
                 yield event
         finally:
             # Whatever stopped us (cancellation included), every tool_use keeps its tool_result.
@@ -375,6 +386,13 @@ class QueryEngine:
             if terminal is None:
                 terminal = Terminal("aborted", 0, "interrupted")
             self.last_terminal = terminal
+
+    async def _stop_failure(self, error: str) -> None:
+        last = next((message_text(m) for m in reversed(self.messages) if m.get("role") == "assistant"), "")
+        try:
+            await self.hooks.stop_failure(error_category(error), error, last)
+        except Exception as exc:  # noqa: BLE001 - a hook never hides the error itself
+            trace("hooks.stop_failure", error=f"{type(exc).__name__}: {exc}"[:200])
 
     def _apply(self, event: Event) -> None:
         if isinstance(event, AssistantEvent):

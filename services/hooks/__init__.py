@@ -74,6 +74,10 @@ class Hooks:
         """A sub-agent starts (`additional_context` joins its conversation)."""
         return None
 
+    async def stop_failure(self, error: str, error_details: str, last_assistant_message: str) -> None:
+        """The turn ended on an API error instead of an answer (`error`: Claude Code's category)."""
+        return None
+
     async def notification(self, message: str, notification_type: str) -> None:
         """The user is being notified (a question waits, a long turn ended)."""
         return None
@@ -85,3 +89,19 @@ class Hooks:
 
 
 NO_HOOKS = Hooks()
+
+
+def error_category(text: str) -> str:
+    """Claude Code's StopFailure `error` for an API failure's one line (its category names)."""
+    low = text.lower()
+    table = (("authentication_failed", ("http 401", "authentication_error", "invalid x-api-key")),
+             ("billing_error", ("http 402", "billing")),
+             ("rate_limit", ("http 429", "rate_limit")),
+             ("overloaded", ("http 529", "overloaded")),
+             ("model_not_found", ("http 404", "not_found_error", "model not found")),
+             ("invalid_request", ("http 400", "http 413", "invalid_request")),
+             ("server_error", ("http 500", "http 502", "http 503", "http 504", "api_error")))
+    for category, words in table:
+        if any(w in low for w in words):
+            return category
+    return "unknown"

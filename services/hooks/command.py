@@ -39,11 +39,12 @@ from services.hooks import HookDecision, Hooks
 from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
-          "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart")
+          "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
+          "StopFailure")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
-                  "SubagentStart")
+                  "SubagentStart", "StopFailure")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -609,6 +610,10 @@ class CommandHooks(Hooks):
 
     async def subagent_start(self, agent_id: str, agent_type: str) -> HookDecision | None:
         return await self._context_only("SubagentStart", agent_type, agent_id=agent_id, agent_type=agent_type)
+
+    async def stop_failure(self, error: str, error_details: str, last_assistant_message: str) -> None:
+        await self._notify("StopFailure", error, error=error, error_details=error_details,
+                           last_assistant_message=last_assistant_message)
 
     async def notification(self, message: str, notification_type: str) -> None:
         """Claude Code's Notification event; its matcher applies to the notification type."""
