@@ -30,10 +30,6 @@ ABSENT_FIELDS = {
 }
 # Events 2.1.332 runs here that this agent does not (yet), and why; left out of the comparison by name.
 NOT_RUN = {
-    # A command's expansion happens before the turn here (its !`cmd` lines included), so there is no
-    # moment between UserPromptSubmit and the request to run it at; UserPromptSubmit sees the expansion's
-    # header, not the typed "/review src/a.py".
-    "UserPromptExpansion",
     # Display-only rewriting of streamed lines on screen: no renderer hook for it yet.
     "MessageDisplay",
 }
@@ -87,6 +83,13 @@ def test_a_claude_code_project_runs_unchanged(cli: CliRunner, fake_anthropic: Fa
     recorded = comparable(FIXTURE["events"])
     ours = comparable(events)
     assert _sub_agent_in_place(recorded) == ours
+    # The typed command, as Claude Code gives it, and its expansion's fields.
+    submit = next(e for e in events if e["hook_event_name"] == "UserPromptSubmit")
+    expansion = next(e for e in events if e["hook_event_name"] == "UserPromptExpansion")
+    assert submit["prompt"] == expansion["prompt"] == layout.PROMPT
+    assert {k: expansion[k] for k in ("expansion_type", "command_name", "command_args", "command_source")} == {
+        "expansion_type": "slash_command", "command_name": "review", "command_args": "src/a.py",
+        "command_source": "projectSettings"}
     # Each event's input has Claude Code's fields (less the ones named in ABSENT_FIELDS).
     by_event: dict[str, set[str]] = {}
     for e in FIXTURE["events"]:

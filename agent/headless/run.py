@@ -502,6 +502,9 @@ class SdkHooks(Hooks):
     async def notification(self, *args: Any, **kwargs: Any) -> None:
         await self.inner.notification(*args, **kwargs)
 
+    async def user_prompt_expansion(self, *args: Any, **kwargs: Any) -> HookDecision | None:
+        return await self.inner.user_prompt_expansion(*args, **kwargs)
+
     async def stop_failure(self, *args: Any, **kwargs: Any) -> None:
         await self.inner.stop_failure(*args, **kwargs)
 

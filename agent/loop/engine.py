@@ -107,6 +107,8 @@ class QueryEngine:
         self._running = False
         # The system prompt of a session id, rebuilt before each task (its inputs may have changed).
         self._prompt_for = prompt_for
+        # A slash command's expansion, set by the front end that expanded it, for the prompt's hooks.
+        self.pending_expansion: dict[str, Any] | None = None
         self.skills: list[Any] = list(skills or [])
         self.prompt_builder = prompt_builder
         tracker = getattr(prompt_builder, "tracker", None)
@@ -309,28 +311,17 @@ class QueryEngine:
             raise ValueError("run_turn needs user text or messages to inject")
         self._abort = asyncio.Event()
         self._running = True
-        # Hooks: SessionStart once per session, UserPromptSubmit before the prompt is kept.
         hook_context = self._pending_hook_messages
         try:
-            if self._session_start_source is not None:
-                source, self._session_start_source = self._session_start_source, None
-                started = await self.hooks.session_start(source)
-                if started is not None and started.additional_context:
-                    note = f"SessionStart hook additional context: {started.additional_context}"  # Claude Code's label
-                    hook_context.append(user_message(note, meta={"hook": "SessionStart"}))
-            if text:
-                decision = await self.hooks.user_prompt_submit(text)
-                if decision is not None and decision.action in ("deny", "stop"):
-                    self.last_terminal = Terminal("aborted", 0, decision.reason or "Prompt blocked by a hook.")
-                    self._running = False
-                    yield self.last_terminal
-                    return
-                if decision is not None and decision.additional_context:
-                    note = f"UserPromptSubmit hook context:\n{decision.additional_context}"
-                    hook_context.append(user_message(note, meta={"hook": "UserPromptSubmit"}))
+            blocked = await self._prompt_hooks(text, hook_context)
         except BaseException:
             self._running = False
             raise
+        if blocked is not None:
+            self.last_terminal = blocked
+            self._running = False
+            yield blocked
+            return
         self._pending_hook_messages = []
         if self._prompt_for is not None:
             self.config.system_prompt = self.prompt_source()
@@ -344,6 +335,34 @@ class QueryEngine:
         async with contextlib.aclosing(self._drive(self._query_params())) as events:  # closed with us
             async for event in events:
                 yield event
+
+    async def _prompt_hooks(self, text: str, hook_context: list[Message]) -> Terminal | None:
+        """SessionStart once per session, then UserPromptSubmit (the typed text) and, for a command the front
+        end expanded (`pending_expansion`), UserPromptExpansion; what they add joins `hook_context`. A
+        Terminal when a hook blocks the prompt."""
+        expansion, self.pending_expansion = self.pending_expansion, None
+        if expansion is not None and expansion.pop("for_text", None) != text:
+            expansion = None  # expanded for a prompt that was never sent (a refused turn)
+        if self._session_start_source is not None:
+            source, self._session_start_source = self._session_start_source, None
+            started = await self.hooks.session_start(source)
+            if started is not None and started.additional_context:
+                note = f"SessionStart hook additional context: {started.additional_context}"  # Claude Code's label
+                hook_context.append(user_message(note, meta={"hook": "SessionStart"}))
+        if not text:
+            return None
+        decisions = [("UserPromptSubmit", await self.hooks.user_prompt_submit(
+            str(expansion["prompt"]) if expansion else text))]
+        if expansion:
+            decisions.append(("UserPromptExpansion", await self.hooks.user_prompt_expansion(expansion)))
+        for event, decision in decisions:
+            if decision is not None and decision.action in ("deny", "stop"):
+                return Terminal("aborted", 0, decision.reason or "Prompt blocked by a hook.")
+            if decision is not None and decision.additional_context:
+                label = "UserPromptSubmit hook context:\n" if event == "UserPromptSubmit" else \
+                    "UserPromptExpansion hook additional context: "
+                hook_context.append(user_message(label + decision.additional_context, meta={"hook": event}))
+        return None
 
     def _query_params(self) -> QueryParams:
         return QueryParams(

@@ -116,11 +116,18 @@ def attach_files(body: str, cwd: Path, read_dirs: list[Path]) -> list[Message]:
     return out
 
 
+SOURCES = {"project": "projectSettings", "user": "userSettings"}  # Claude Code's names for where a command lives
+
+
 async def expand_command(engine: Any, cmd: CustomCommand, args: str, trusted: bool) -> Expansion:
     body = substitute_arguments(cmd.body, args)
     body = await run_shell_lines(engine, cmd, body, trusted)
     read_dirs = [Path(d) for d in getattr(engine.gate, "additional_dirs", [])]
     inject = attach_files(body, Path(engine.config.cwd), read_dirs)
+    # For the prompt's hooks (Claude Code's UserPromptExpansion input, and the typed text UserPromptSubmit sees).
+    engine.pending_expansion = {"expansion_type": "slash_command", "command_name": cmd.name, "command_args": args,
+                                "command_source": SOURCES.get(cmd.source, cmd.source),
+                                "prompt": f"/{cmd.name} {args}".rstrip(), "for_text": command_header(cmd.name, args)}
     return Expansion(cmd, [text_block(command_header(cmd.name, args)), text_block(body)], inject)
 
 

@@ -74,6 +74,11 @@ class Hooks:
         """A sub-agent starts (`additional_context` joins its conversation)."""
         return None
 
+    async def user_prompt_expansion(self, fields: dict[str, Any]) -> HookDecision | None:
+        """A slash command was expanded (`expansion_type`, `command_name`, `command_args`, `command_source`,
+        `prompt`): it may block the prompt or add context."""
+        return None
+
     async def stop_failure(self, error: str, error_details: str, last_assistant_message: str) -> None:
         """The turn ended on an API error instead of an answer (`error`: Claude Code's category)."""
         return None

@@ -40,7 +40,7 @@ from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
-          "StopFailure")
+          "StopFailure", "UserPromptExpansion")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
@@ -55,7 +55,7 @@ CLAUDE_CODE_EVENTS = frozenset((
     "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "CwdChanged", "FileChanged", "DirectoryAdded",
     "MessageDisplay", "PreSkillShellCommand"))
 # Events whose input carries the session's permission mode (as Claude Code 2.1.332 sends them).
-MODE_EVENTS = frozenset(("UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+MODE_EVENTS = frozenset(("UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
                          "Stop", "SubagentStop"))
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 TIMEOUT_EXIT_CODE = 124
@@ -713,6 +713,14 @@ class CommandHooks(Hooks):
             context_chars=len(decision.additional_context),
         )
         return decision
+
+    async def user_prompt_expansion(self, fields: dict[str, Any]) -> HookDecision | None:
+        outcomes, deny, context = await self._context_event("UserPromptExpansion", **fields)
+        if not outcomes:
+            return None
+        if deny is not None:
+            return HookDecision("deny", deny)
+        return HookDecision("allow", additional_context="\n\n".join(context))
 
     async def session_start(self, source: str) -> HookDecision | None:
         outcomes, _deny, context = await self._context_event("SessionStart", source=source)
