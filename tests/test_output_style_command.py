@@ -60,3 +60,19 @@ def test_repl_switch_reaches_the_next_request(cli: CliRunner, fake_anthropic: Fa
     assert finish(child) == 0
     assert "# Output Style: Explanatory" in json.dumps(fake_anthropic.requests[0].body["system"])
     assert json.loads((Path(cli.cwd) / LOCAL).read_text()) == {"outputStyle": "Explanatory"}
+
+
+def test_completion_offers_the_style_names(tmp_path: Path) -> None:
+    from prompt_toolkit.document import Document
+
+    from agent.repl.completion import ReplCompleter
+    from agent.slash.router import default_router
+
+    styles = tmp_path / ".claude" / "output-styles"
+    styles.mkdir(parents=True)
+    (styles / "pirate.md").write_text("---\nname: Pirate\n---\nArr.\n")
+    completer = ReplCompleter(default_router(), tmp_path)
+    got = [c.text for c in completer.get_completions(Document("/output-style ex"), None)]
+    assert got == ["Explanatory"]
+    got = [c.text for c in completer.get_completions(Document("/output-style "), None)]
+    assert {"default", "Explanatory", "Learning", "Pirate"} <= set(got)

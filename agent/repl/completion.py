@@ -47,9 +47,20 @@ class ReplCompleter(Completer):
                     cmd = self.router.get(name)
                     yield Completion("/" + name, start_position=-len(before), display_meta=cmd.help if cmd else "")
             return
+        if before.startswith("/output-style ") and "\n" not in before:
+            yield from self._styles(before[len("/output-style "):])
+            return
         word = document.get_word_before_cursor(WORD=True)
         if word.startswith("@"):
             yield from self._paths(word[1:])
+
+    def _styles(self, typed: str) -> Iterable[Completion]:
+        """`/output-style ` completes the style names (any case), with their descriptions."""
+        from agent.output_style import style_names
+
+        for name in style_names(self.cwd):
+            if name.lower().startswith(typed.strip().lower()):
+                yield Completion(name, start_position=-len(typed))
 
     def _paths(self, fragment: str) -> Iterable[Completion]:
         head, _, prefix = fragment.rpartition("/")
