@@ -130,3 +130,14 @@ def test_a_sub_agent_stops_at_the_budget_and_a_resumed_session_keeps_it(cli, fak
                   "--resume", out["session_id"])
     assert json.loads(resumed.stdout)["subtype"] == "error_max_budget_usd", resumed.stdout + resumed.stderr
     assert len(fake_anthropic.requests) == 3
+
+
+def test_stream_json_says_the_80_percent_warning_once(cli, fake_anthropic) -> None:
+    fake_anthropic.text("First answer.", usage=BIG)  # $0.30 of $0.70, then $0.60: past 80%
+    fake_anthropic.text("Second answer.", usage=BIG)
+    fake_anthropic.text("Third answer.", usage=BIG)  # $0.90: the fourth prompt is refused
+    events = _stream_json(cli, "one", "two", "three", "four", extra=("--max-budget-usd", "0.7"))
+    warnings = [e for e in events if e.get("type") == "system" and e.get("subtype") == "budget_warning"]
+    assert len(warnings) == 1 and warnings[0]["message"].startswith("warning: $0.6002 of the $0.7 budget is spent (86%)")
+    results = [e["subtype"] for e in events if e.get("type") == "result"]
+    assert results == ["success", "success", "success", "error_max_budget_usd"]

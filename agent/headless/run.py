@@ -27,6 +27,7 @@ from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with_updates
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from agent.output_style import style_name, style_names
+from services.budget import Budget
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -117,6 +118,7 @@ class HeadlessRun:
         self.cost_before_turn = 0.0
         self.usage_before: dict[str, int] = {}
         self.budget_hit = False
+        self.budget_meter: Budget | None = None  # the 80% warning, said once
         self._time_model_calls()
         # Thinking reported as Claude Code does in json/stream-json with --verbose (thinking_events.py).
         self.thinking: ThinkingMeter | None = None
@@ -138,6 +140,7 @@ class HeadlessRun:
                 if budget is not None and self.cost() >= budget:  # checked before each call: none is wasted
                     self.budget_hit = True
                     raise ModelError(f"Reached maximum budget (${budget})")
+                self._budget_warning()
                 started = time.monotonic()
                 try:
                     async for event in call(replace(request, raw_events=True) if raw else request):
@@ -241,6 +244,18 @@ class HeadlessRun:
             self._notice(ev)
         elif isinstance(ev, ToolStartEvent | ToolEndEvent):
             self._tool_line(ev)
+
+    def _budget_warning(self) -> None:
+        """Passing 80% of the budget: one line (stderr, or a stream-json `system` message), once."""
+        if self.inv.max_budget_usd is None:
+            return
+        if self.budget_meter is None:
+            self.budget_meter = Budget(self.inv.max_budget_usd)
+        for line in self.budget_meter.notices(self.cost()):
+            if self.emit is not None:
+                self.emit({"type": "system", "subtype": "budget_warning", "message": line, **self._base()})
+            else:
+                sys.stderr.write(line + "\n")
 
     def cost(self) -> float:
         return self.engine.usage.spent(self.engine.config.model)
