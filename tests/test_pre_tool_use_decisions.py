@@ -73,3 +73,34 @@ def test_updated_input_runs_and_is_judged(cli, fake_anthropic) -> None:
     setup(cli, {"updatedInput": {"command": 42}}, allow=["Bash(echo:*)"])
     result = run_bash(cli, fake_anthropic, "echo harmless")
     assert result.get("is_error") and "InputValidationError" in text(result)
+
+
+def permission_hook(cli, decision: dict[str, Any], allow: list[str] | None = None) -> Path:
+    proj = Path(cli.cwd)
+    (proj / ".claude").mkdir(exist_ok=True)
+    log = proj / "asked.jsonl"
+    line = json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
+    (proj / "perm.sh").write_text(f"cat >> {log}\necho >> {log}\necho '{line}'\n")
+    (proj / ".claude" / "settings.json").write_text(json.dumps({
+        "permissions": {"allow": allow or []},
+        "hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": f"sh {proj / 'perm.sh'}"}]}]}}))
+    trust(proj, cli.agent_home)
+    return log
+
+
+def test_permission_request_hooks_answer_the_question(cli, fake_anthropic) -> None:
+    """Claude Code's PermissionRequest: asked only where a question would be put, it may allow (with a new
+    input, judged again by validation), or deny with a message for the model."""
+    log = permission_hook(cli, {"behavior": "allow"})
+    result = run_bash(cli, fake_anthropic, "echo asked")
+    assert not result.get("is_error") and "asked" in text(result)
+    sent = json.loads(log.read_text().splitlines()[0])
+    assert sent["hook_event_name"] == "PermissionRequest" and sent["tool_name"] == "Bash"
+    assert sent["tool_input"]["command"] == "echo asked" and sent["permission_mode"] == "default"
+    log = permission_hook(cli, {"behavior": "deny", "message": "not on Fridays"})
+    result = run_bash(cli, fake_anthropic, "echo asked")
+    assert result.get("is_error") and text(result) == "not on Fridays"
+    # An allowed call asks nobody: the hook is not run.
+    log.unlink()
+    log = permission_hook(cli, {"behavior": "deny", "message": "never"}, allow=["Bash(echo:*)"])
+    assert not run_bash(cli, fake_anthropic, "echo allowed").get("is_error") and not log.exists()

@@ -304,6 +304,9 @@ class PermissionGate:
     # The session's sandbox (tools/sandbox.py): a Bash call it contains runs without asking (auto-allow);
     # a request to leave it always asks. None: no sandbox.
     sandbox: Any = None
+    # Claude Code's PermissionRequest hooks: asked first whenever a question would be put (tool name, input)
+    # -> a HookDecision "allow" (with updated_input) or "deny" (reason), or None to ask as usual.
+    permission_hook: Callable[[str, dict[str, Any]], Awaitable[Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -596,6 +599,9 @@ class PermissionGate:
 
     async def _question(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, reasons: list[str],
                         parsed: Analysis | None, read_reason: str | None = None) -> Verdict:
+        hooked = await self._permission_hook(tool, input)
+        if hooked is not None:
+            return hooked
         if self.ask is None:
             if read_reason and read_reason in reasons:
                 return Verdict(False, f"Refused: {tool.name} {read_reason}. Only the working directory and "
@@ -621,6 +627,18 @@ class PermissionGate:
         if answer == "once":
             return Verdict(True)
         return Verdict(False, REJECT_MESSAGE, end_turn=True)
+
+    async def _permission_hook(self, tool: Tool, input: dict[str, Any]) -> Verdict | None:
+        """A PermissionRequest hook's answer to the question about to be asked (never for the tools whose
+        question is the user's own answer)."""
+        if self.permission_hook is None or tool.name in ("AskUserQuestion", "ExitPlanMode"):
+            return None
+        decision = await self.permission_hook(tool.name, input)
+        if decision is None or decision.action not in ("allow", "deny"):
+            return None
+        if decision.action == "deny":
+            return Verdict(False, decision.reason or REJECT_MESSAGE)
+        return Verdict(True, updated_input=decision.updated_input)
 
     def _sandbox_verdict(self, tool: Tool, input: dict[str, Any], ctx: ToolContext,
                          parsed: Analysis | None) -> Verdict | None:

@@ -517,6 +517,9 @@ class SdkHooks(Hooks):
     async def notification(self, *args: Any, **kwargs: Any) -> None:
         await self.inner.notification(*args, **kwargs)
 
+    async def permission_request(self, *args: Any, **kwargs: Any) -> HookDecision | None:
+        return await self.inner.permission_request(*args, **kwargs)
+
     async def user_prompt_expansion(self, *args: Any, **kwargs: Any) -> HookDecision | None:
         return await self.inner.user_prompt_expansion(*args, **kwargs)
 

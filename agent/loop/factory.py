@@ -184,6 +184,7 @@ def build_engine(
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript),
                permission_mode=lambda: str(engine.gate.mode))
+    engine.gate.permission_hook = lambda name, input: engine.hooks.permission_request(name, input)
     # Spill files: remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
     from services.spill_cleanup import cleanup_spill_dirs
 

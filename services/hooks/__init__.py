@@ -74,6 +74,11 @@ class Hooks:
         """A sub-agent starts (`additional_context` joins its conversation)."""
         return None
 
+    async def permission_request(self, name: str, input: dict[str, Any]) -> HookDecision | None:
+        """A permission question is about to be asked: "allow" (maybe with `updated_input`), "deny" (its
+        `reason` for the model), or None to ask."""
+        return None
+
     async def user_prompt_expansion(self, fields: dict[str, Any]) -> HookDecision | None:
         """A slash command was expanded (`expansion_type`, `command_name`, `command_args`, `command_source`,
         `prompt`): it may block the prompt or add context."""

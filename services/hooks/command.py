@@ -40,8 +40,8 @@ from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
-          "StopFailure", "UserPromptExpansion")
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+          "StopFailure", "UserPromptExpansion", "PermissionRequest")
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
                   "SubagentStart", "StopFailure")
@@ -55,7 +55,7 @@ CLAUDE_CODE_EVENTS = frozenset((
     "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "CwdChanged", "FileChanged", "DirectoryAdded",
     "MessageDisplay", "PreSkillShellCommand"))
 # Events whose input carries the session's permission mode (as Claude Code 2.1.332 sends them).
-MODE_EVENTS = frozenset(("UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+MODE_EVENTS = frozenset(("UserPromptSubmit", "UserPromptExpansion", "PermissionRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
                          "Stop", "SubagentStop"))
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 TIMEOUT_EXIT_CODE = 124
@@ -713,6 +713,29 @@ class CommandHooks(Hooks):
             context_chars=len(decision.additional_context),
         )
         return decision
+
+    async def permission_request(self, name: str, input: dict[str, Any]) -> HookDecision | None:
+        """Claude Code's PermissionRequest: `hookSpecificOutput.decision` {behavior allow|deny, updatedInput,
+        message}; the first hook that decides wins."""
+        entries = self.entries("PermissionRequest", name)
+        if not entries:
+            return None
+        payload = self._payload("PermissionRequest", tool_name=name, tool_input=input)
+        for out in await self.run_event(entries, payload):
+            obj = self._control("PermissionRequest", out)
+            if out.exit_code != 0:
+                self._failed(f"PermissionRequest for {name}", out)
+                continue
+            decision = _specific(obj).get("decision")
+            if not isinstance(decision, dict):
+                continue
+            behavior = decision.get("behavior")
+            if behavior == "allow":
+                new = decision.get("updatedInput")
+                return HookDecision("allow", updated_input=new if isinstance(new, dict) else None)
+            if behavior == "deny":
+                return HookDecision("deny", _str(decision.get("message")) or "denied by a PermissionRequest hook")
+        return None
 
     async def user_prompt_expansion(self, fields: dict[str, Any]) -> HookDecision | None:
         outcomes, deny, context = await self._context_event("UserPromptExpansion", **fields)
