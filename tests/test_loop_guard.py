@@ -179,3 +179,14 @@ def test_sub_agent_spawns_are_capped_per_session(cli, fake_anthropic) -> None:
                                  "this session.")
     first = [b for m in reqs[2].messages for b in m["content"] if isinstance(b, dict) and b.get("tool_use_id") == "a1"]
     assert first and not first[0].get("is_error")
+
+
+def test_each_capped_tool_is_refused_at_its_default_and_others_are_not_counted() -> None:
+    from services.session_caps import over_cap
+
+    counts = {"WebSearch": 199, "Agent": 200}
+    assert over_cap("WebSearch", counts) is None and counts["WebSearch"] == 200
+    assert over_cap("WebSearch", counts) == ("WebSearch has reached its limit of 200 calls per session. "
+                                             "Do not call it again this session.")
+    assert over_cap("Agent", counts) is not None and counts == {"WebSearch": 200, "Agent": 200}
+    assert over_cap("Read", counts) is None and "Read" not in counts

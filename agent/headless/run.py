@@ -38,7 +38,7 @@ from services.events import (
     ToolStartEvent,
     UserMessageEvent,
 )
-from services.hooks import HookDecision, Hooks
+from services.hooks import ForwardingHooks, HookDecision, Hooks
 from services.messages import Block, Message, message_text, to_api, user_message
 from services.model_types import CallModel, ModelError, ModelRequest, TextDelta, ThinkingDelta
 from services.session import SessionLocked
@@ -429,14 +429,14 @@ async def open_engine(inv: Any, ask: Any = None, hooks: SdkHooks | None = None,
 
 
 # -- --input-format stream-json: the SDK's control protocol --------------------------------------------
-class SdkHooks(Hooks):
+class SdkHooks(ForwardingHooks):
     """The SDK's hook callbacks (registered by `initialize`), run through `hook_callback` requests,
-    after the project's own hooks."""
+    after the project's own hooks; every other event is the project's alone."""
 
     def __init__(self, session: ControlSession, registered: dict[str, Any]):
+        super().__init__()
         self.session = session
         self.registered = registered or {}
-        self.inner: Hooks = Hooks()
 
     def wrap(self, inner: Hooks) -> SdkHooks:
         self.inner = inner
@@ -461,9 +461,6 @@ class SdkHooks(Hooks):
                 out.append(await self.session.request({"subtype": "hook_callback", "callback_id": cid,
                                                        "input": payload, "tool_use_id": tool_use_id}))
         return out
-
-    async def session_start(self, source: str) -> HookDecision | None:
-        return await self.inner.session_start(source)
 
     async def user_prompt_submit(self, prompt: str) -> HookDecision | None:
         decision = await self.inner.user_prompt_submit(prompt)
@@ -491,40 +488,6 @@ class SdkHooks(Hooks):
         await self.inner.post_tool_use(name, input, tool_use_id, result, is_error, duration_ms)
         await self._call("PostToolUse", name, {"tool_name": name, "tool_input": input, "tool_use_id": tool_use_id,
                                                "tool_response": result}, tool_use_id)
-
-    # The project's hooks for the events the SDK host registers none for here run as they are.
-    async def post_tool_use_failure(self, *args: Any, **kwargs: Any) -> HookDecision | None:
-        return await self.inner.post_tool_use_failure(*args, **kwargs)
-
-    async def post_tool_batch(self, *args: Any, **kwargs: Any) -> HookDecision | None:
-        return await self.inner.post_tool_batch(*args, **kwargs)
-
-    async def subagent_start(self, *args: Any, **kwargs: Any) -> HookDecision | None:
-        return await self.inner.subagent_start(*args, **kwargs)
-
-    async def subagent_stop(self, *args: Any, **kwargs: Any) -> HookDecision | None:
-        return await self.inner.subagent_stop(*args, **kwargs)
-
-    async def pre_compact(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.pre_compact(*args, **kwargs)
-
-    async def post_compact(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.post_compact(*args, **kwargs)
-
-    async def session_end(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.session_end(*args, **kwargs)
-
-    async def notification(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.notification(*args, **kwargs)
-
-    async def permission_request(self, *args: Any, **kwargs: Any) -> HookDecision | None:
-        return await self.inner.permission_request(*args, **kwargs)
-
-    async def user_prompt_expansion(self, *args: Any, **kwargs: Any) -> HookDecision | None:
-        return await self.inner.user_prompt_expansion(*args, **kwargs)
-
-    async def stop_failure(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.stop_failure(*args, **kwargs)
 
     async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
         decision = await self.inner.stop(last_assistant_text, stop_hook_active)

@@ -484,7 +484,6 @@ class _Loop:
                 yield NoticeEvent("loop", verdict.note)
             if verdict.stop and not x.looping:
                 x.looping = verdict.stop
-        return
 
     async def after_batch(self, x: Exchange) -> AsyncIterator[Event]:
         """PostToolBatch hooks, once per batch (Claude Code's event); what they add follows the results."""

@@ -42,7 +42,7 @@ from agent.repl.input_box import InputPart
 from agent.repl.keys import repl_key_bindings
 from agent.repl.live_area import AppLiveArea
 from agent.repl.mcp_start import McpPart
-from agent.repl.notifications import TerminalNotifier
+from agent.repl.notifications import DEFAULT_TURN_SECONDS, TerminalNotifier
 from agent.repl.parts import Question
 from agent.repl.questions import QuestionsPart
 from agent.repl.render import Renderer, make_console
@@ -147,7 +147,7 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
         self.engine.gate.notify = lambda line: self.say(line, "dim")  # where a "don't ask again" rule went
         self.notifier = TerminalNotifier(self._write_terminal, lambda: self.engine.hooks,
                                          opts.merged.notif_channel if opts.merged else None, agent_environ(),
-                                         float(env_int("AGENT_NOTIFY_TURN_SECONDS", 60, minimum=0)))
+                                         float(env_int("AGENT_NOTIFY_TURN_SECONDS", int(DEFAULT_TURN_SECONDS), minimum=0)))
         # Checkpoints of the files each turn's Edit/Write calls change (/rewind, Esc Esc).
         self.checkpoints = CheckpointStore(self.engine.session_dir / "checkpoints", self.engine.record)
         self.engine.state.checkpoints = self.checkpoints

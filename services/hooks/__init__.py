@@ -98,6 +98,65 @@ class Hooks:
         return None
 
 
+class ForwardingHooks(Hooks):
+    """Hooks that pass every event to `inner` unless a subclass handles it (a wrapper that adds to some
+    events must not drop the others: a new event is forwarded here once, for every wrapper)."""
+
+    def __init__(self, inner: Hooks | None = None) -> None:
+        self.inner: Hooks = inner or Hooks()
+
+    async def session_start(self, source: str) -> HookDecision | None:
+        return await self.inner.session_start(source)
+
+    async def user_prompt_submit(self, prompt: str) -> HookDecision | None:
+        return await self.inner.user_prompt_submit(prompt)
+
+    async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
+        return await self.inner.pre_tool_use(name, input, tool_use_id)
+
+    async def post_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool,
+                            duration_ms: int | None = None) -> HookDecision | None:
+        return await self.inner.post_tool_use(name, input, tool_use_id, result, is_error, duration_ms)
+
+    async def post_tool_use_failure(self, name: str, input: dict[str, Any], tool_use_id: str, error: str,
+                                    is_interrupt: bool, duration_ms: int) -> HookDecision | None:
+        return await self.inner.post_tool_use_failure(name, input, tool_use_id, error, is_interrupt, duration_ms)
+
+    async def pre_compact(self, trigger: str, custom_instructions: str | None) -> None:
+        await self.inner.pre_compact(trigger, custom_instructions)
+
+    async def post_compact(self, trigger: str, compact_summary: str) -> None:
+        await self.inner.post_compact(trigger, compact_summary)
+
+    async def session_end(self, reason: str) -> None:
+        await self.inner.session_end(reason)
+
+    async def stop(self, last_assistant_text: str, stop_hook_active: bool) -> HookDecision | None:
+        return await self.inner.stop(last_assistant_text, stop_hook_active)
+
+    async def post_tool_batch(self, tool_calls: list[dict[str, Any]]) -> HookDecision | None:
+        return await self.inner.post_tool_batch(tool_calls)
+
+    async def subagent_start(self, agent_id: str, agent_type: str) -> HookDecision | None:
+        return await self.inner.subagent_start(agent_id, agent_type)
+
+    async def permission_request(self, name: str, input: dict[str, Any]) -> HookDecision | None:
+        return await self.inner.permission_request(name, input)
+
+    async def user_prompt_expansion(self, fields: dict[str, Any]) -> HookDecision | None:
+        return await self.inner.user_prompt_expansion(fields)
+
+    async def stop_failure(self, error: str, error_details: str, last_assistant_message: str) -> None:
+        await self.inner.stop_failure(error, error_details, last_assistant_message)
+
+    async def notification(self, message: str, notification_type: str) -> None:
+        await self.inner.notification(message, notification_type)
+
+    async def subagent_stop(self, last_assistant_text: str, stop_hook_active: bool,
+                            agent: dict[str, Any]) -> HookDecision | None:
+        return await self.inner.subagent_stop(last_assistant_text, stop_hook_active, agent)
+
+
 NO_HOOKS = Hooks()
 
 
