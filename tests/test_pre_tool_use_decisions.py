@@ -29,7 +29,8 @@ def run_bash(cli, fake, command: str) -> dict[str, Any]:
     fake.text("Done.")
     r = cli("-p", "Run it.", "--output-format", "json")
     assert r.code == 0, r.stderr
-    (result,) = [b for b in fake.requests[-1].messages[-1]["content"] if b.get("tool_use_id") == "b1"]
+    (result,) = [b for m in fake.requests[-1].messages[-2:] if isinstance(m["content"], list)
+                 for b in m["content"] if b.get("tool_use_id") == "b1"]
     return result
 
 
@@ -48,10 +49,62 @@ def test_allow_answers_the_question_but_not_a_deny_rule(cli, fake_anthropic) -> 
     assert run_bash(cli, fake_anthropic, "echo plain").get("is_error")
 
 
-def test_deny_gives_the_model_the_reason(cli, fake_anthropic) -> None:
-    setup(cli, {"permissionDecision": "deny", "permissionDecisionReason": "no shell today"}, allow=["Bash(echo:*)"])
-    result = run_bash(cli, fake_anthropic, "echo plain")
-    assert result.get("is_error") and text(result) == "PreToolUse hook denied this tool call: no shell today"
+WORDS = json.loads((Path(__file__).parent / "fixtures/claude_code/hook_words.json").read_text())
+
+
+def test_hook_words_are_recorded_from_the_current_binary() -> None:
+    version = (Path(__file__).parent / "fixtures/claude_code/version.txt").read_text().split()[0]
+    assert WORDS["version"] == version == "2.1.332"
+
+
+def raw_hook(cli, script: str, allow: list[str] | None = None) -> str:
+    """A PreToolUse hook running `script` (its stdin read first); returns its command line."""
+    proj = Path(cli.cwd)
+    (proj / ".claude").mkdir(exist_ok=True)
+    (proj / "pre.sh").write_text(f"#!/bin/sh\ncat > /dev/null\n{script}\n")
+    (proj / "pre.sh").chmod(0o755)
+    command = str(proj / "pre.sh")
+    (proj / ".claude" / "settings.json").write_text(json.dumps({
+        "permissions": {"allow": allow or []},
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}))
+    trust(proj, cli.agent_home)
+    return command
+
+
+def test_deny_gives_the_model_the_reason_in_claude_codes_words(cli, fake_anthropic) -> None:
+    """Each text the model gets was recorded from 2.1.332 with the same hook output (record_hooks.py)."""
+    cases = WORDS["cases"]
+    deny = {"permissionDecision": "deny", "permissionDecisionReason": "no touching today"}
+    raw_hook(cli, f"echo '{json.dumps({'hookSpecificOutput': {'hookEventName': 'PreToolUse', **deny}})}'",
+             allow=["Bash(touch:*)"])
+    result = run_bash(cli, fake_anthropic, "touch made.txt")
+    assert result.get("is_error") and text(result) == cases["deny"][0]
+    raw_hook(cli, """echo '{"decision":"block","reason":"legacy no"}'""")
+    assert text(run_bash(cli, fake_anthropic, "touch made.txt")) == cases["block"][0]
+    command = raw_hook(cli, 'echo "stderr reason" >&2; exit 2')
+    recorded = cases["exit2"][0].replace(f"{WORDS['root']}/exit2/pre.sh", command)
+    assert text(run_bash(cli, fake_anthropic, "touch made.txt")) == recorded
+    raw_hook(cli, """echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"}}'""")
+    assert text(run_bash(cli, fake_anthropic, "touch made.txt")) == "PreToolUse:Bash hook error: Blocked by hook"
+    assert not (Path(cli.cwd) / "made.txt").exists()
+
+
+def test_ask_with_nobody_to_ask_and_additional_context(cli, fake_anthropic) -> None:
+    cases = WORDS["cases"]
+    ask = {"hookEventName": "PreToolUse", "permissionDecision": "ask"}
+    raw_hook(cli, f"echo '{json.dumps({'hookSpecificOutput': ask})}'", allow=["Bash(touch:*)"])
+    assert text(run_bash(cli, fake_anthropic, "touch made.txt")) == cases["t_ask0_allowrule"][0]
+    ask["permissionDecisionReason"] = "hook wants a human"
+    raw_hook(cli, f"echo '{json.dumps({'hookSpecificOutput': ask})}'", allow=["Bash(touch:*)"])
+    assert text(run_bash(cli, fake_anthropic, "touch made.txt")) == cases["t_ask_allowrule"][0]
+    assert not (Path(cli.cwd) / "made.txt").exists()
+    extra = {"hookEventName": "PreToolUse", "additionalContext": "PreToolUse-ctx"}
+    raw_hook(cli, f"echo '{json.dumps({'hookSpecificOutput': extra})}'", allow=["Bash(echo:*)"])
+    run_bash(cli, fake_anthropic, "echo a")
+    last = fake_anthropic.requests[-1].messages[-1]["content"]
+    texts = [last] if isinstance(last, str) else [b.get("text", "") for b in last if b.get("type") == "text"]
+    label = cases["ctx"][0].split("\n\n")[0]  # 2.1.332 joins it with the batch's context; here it stands alone
+    assert any(t.strip() == label for t in texts), texts
 
 
 def test_ask_asks_even_where_a_rule_allows(cli, fake_anthropic) -> None:

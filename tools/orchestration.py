@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from services.events import ToolEndEvent, ToolStartEvent
-from services.hooks import NO_HOOKS, Hooks
+from services.hooks import NO_HOOKS, Hooks, hook_denial
 from services.messages import (
     INTERRUPTED_TOOL_RESULT_MESSAGE,
     MAX_INPUT_DEPTH,
@@ -213,11 +213,7 @@ class ToolRunner:
         # rewrite the input, which the gate then judges as what will actually run.
         decision = await self.hooks.pre_tool_use(name, raw_input, tid)
         if decision is not None and decision.action == "deny":
-            return ToolOutput(
-                f"PreToolUse hook denied this tool call: {decision.reason or 'no reason given'}",
-                is_error=True,
-                summary="denied by hook",
-            ), False
+            return ToolOutput(hook_denial(name, decision.reason), is_error=True, summary="denied by hook"), False
         if decision is not None and decision.updated_input is not None:
             raw_input = self._checked_input(tool, name, decision.updated_input, None)
         hook = (decision.permission, decision.reason) if decision is not None and decision.permission else None
@@ -249,6 +245,9 @@ class ToolRunner:
                 checkpoints.after_bash()
             elif not output.is_error:
                 checkpoints.after_write(name, raw_input, Path(self.ctx.cwd))
+        if decision is not None and decision.additional_context:  # after the result, with Claude Code's label
+            output.new_messages.append(user_message(f"PreToolUse:{name} hook additional context: "
+                                                    f"{decision.additional_context}", meta={"hook": "PreToolUse"}))
         await self._after_hooks(name, raw_input, tid, output, started)
         return output, False
 

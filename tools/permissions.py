@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+from services.hooks import hook_ask_denial
 from tools.base import Tool, ToolContext
 from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs, places
 from tools.bash_checks import reasons as bash_reasons
@@ -558,7 +559,7 @@ class PermissionGate:
         hook_asks = [f"a PreToolUse hook asks: {hook[1] or 'confirm this call'}"] if hook and hook[0] == "ask" else []
         if self.mode == "bypassPermissions":
             reasons = [unknown] if unknown is not None else hook_asks
-            return Verdict(True) if not reasons else await self._question(tool, input, ctx, reasons, None)
+            return Verdict(True) if not reasons else await self._question(tool, input, ctx, reasons, None, None, hook)
         read_only = tool.is_read_only(input)
         if self.mode == "plan" and not read_only:
             return Verdict(False, f"Plan mode: {tool.name} is not read-only and cannot run. " + REJECT_MESSAGE)
@@ -577,7 +578,7 @@ class PermissionGate:
             reasons.append(unknown)
         reasons.extend(self._rule_and_network_reasons(tool, input, ctx, parsed, allow_rules))
         if hook_asks:
-            return await self._question(tool, input, ctx, [*reasons, *hook_asks], parsed, read_reason)
+            return await self._question(tool, input, ctx, [*reasons, *hook_asks], parsed, read_reason, hook)
         if hook and hook[0] == "allow":
             return Verdict(True)  # the hook answered the question the checks above would have asked
         if not reasons and self._allowed_without_question(tool, input, ctx, parsed, allow_rules, reasons):
@@ -598,11 +599,14 @@ class PermissionGate:
         return None
 
     async def _question(self, tool: Tool, input: dict[str, Any], ctx: ToolContext, reasons: list[str],
-                        parsed: Analysis | None, read_reason: str | None = None) -> Verdict:
+                        parsed: Analysis | None, read_reason: str | None = None,
+                        hook: tuple[str, str] | None = None) -> Verdict:
         hooked = await self._permission_hook(tool, input)
         if hooked is not None:
             return hooked
         if self.ask is None:
+            if hook is not None and hook[0] == "ask":
+                return Verdict(False, hook_ask_denial(tool.name, hook[1]))
             if read_reason and read_reason in reasons:
                 return Verdict(False, f"Refused: {tool.name} {read_reason}. Only the working directory and "
                                       "directories added with --add-dir can be read in this mode; ask the user "

@@ -26,6 +26,7 @@ from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with_updates
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
+from agent.message_display import MessageDisplay
 from agent.output_style import style_name, style_names
 from services.budget import Budget
 from services.events import (
@@ -197,7 +198,10 @@ class HeadlessRun:
         self.budget_hit = False
         terminal: Terminal | None = None
         try:
+            display = MessageDisplay(self.engine.hooks)  # a hook may rewrite what is printed, per message
             async for ev in self.engine.run_turn(text, inject_before=inject or None, images=blocks or None):
+                if isinstance(ev, AssistantEvent) and display.active():
+                    ev = AssistantEvent(await display.whole(ev.message))
                 if isinstance(ev, Terminal):
                     terminal = ev
                 else:

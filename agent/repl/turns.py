@@ -10,6 +10,7 @@ from rich.text import Text
 
 from agent.errors import os_error_line
 from agent.loop.budget_guard import spent
+from agent.message_display import MessageDisplay
 from agent.repl.image_input import image_blocks
 from agent.repl.parts import ReplParts
 from agent.repl.permission_menu import visible
@@ -73,7 +74,9 @@ class TurnsPart(ReplParts):
         self.checkpoints.begin_turn(-1)  # set once the prompt is in the history (first event below)
         began = self.clock()
         try:
-            async for ev in self.engine.run_turn(text, inject_before=inject or None, images=blocks or None):
+            display = MessageDisplay(self.engine.hooks)  # a hook may rewrite what is shown, by whole lines
+            async for ev in display.stream(self.engine.run_turn(text, inject_before=inject or None,
+                                                                images=blocks or None)):
                 if self.checkpoints.turn < 0:  # the turn's checkpoints are keyed by its prompt's index
                     self.checkpoints.begin_turn(last_prompt_index(self.engine.messages))
                 self.renderer.event(ev)

@@ -9,6 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+# Claude Code 2.1.332's words for a PreToolUse denial: "PreToolUse:<tool> hook error: <reason>", the
+# reason defaulting to this.
+DEFAULT_DENY_REASON = "Blocked by hook"
+
+
+def hook_denial(tool_name: str, reason: str) -> str:
+    return f"PreToolUse:{tool_name} hook error: {reason or DEFAULT_DENY_REASON}"
+
+
+def hook_ask_denial(tool_name: str, reason: str) -> str:
+    """A PreToolUse "ask" with nobody to ask (-p): its reason, else Claude Code's line."""
+    return reason or f"Hook PreToolUse:{tool_name} asked for confirmation for this tool"
+
 
 @dataclass
 class HookDecision:
@@ -30,6 +43,15 @@ class HookDecision:
 
 
 class Hooks:
+    def wants(self, event: str) -> bool:
+        """Whether any hook is configured for `event` (a front end skips work nobody reads)."""
+        return False
+
+    async def message_display(self, fields: dict[str, Any]) -> str | None:
+        """Claude Code's MessageDisplay (turn_id, message_id, index, final, delta): the text to show in place
+        of `delta`, or None for the original. Display-only: the stored message is untouched."""
+        return None
+
     async def session_start(self, source: str) -> HookDecision | None:
         """`source` is "startup", "resume", "clear" or "compact"."""
         return None
@@ -104,6 +126,12 @@ class ForwardingHooks(Hooks):
 
     def __init__(self, inner: Hooks | None = None) -> None:
         self.inner: Hooks = inner or Hooks()
+
+    def wants(self, event: str) -> bool:
+        return self.inner.wants(event)
+
+    async def message_display(self, fields: dict[str, Any]) -> str | None:
+        return await self.inner.message_display(fields)
 
     async def session_start(self, source: str) -> HookDecision | None:
         return await self.inner.session_start(source)

@@ -35,12 +35,12 @@ from typing import Any
 
 from services.config import getenv
 from services.credentials import child_env
-from services.hooks import HookDecision, Hooks
+from services.hooks import DEFAULT_DENY_REASON, HookDecision, Hooks
 from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
-          "StopFailure", "UserPromptExpansion", "PermissionRequest")
+          "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay")
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
@@ -349,7 +349,7 @@ def _pre_deny(obj: dict[str, Any]) -> str | None:
         or obj.get("behavior") == "deny"
     )
     if obj.get("continue") is False:
-        return _str(obj.get("stopReason")) or "stopped by PreToolUse hook"
+        return _str(obj.get("stopReason")) or DEFAULT_DENY_REASON
     if not denies:
         return None
     for value in (
@@ -360,7 +360,7 @@ def _pre_deny(obj: dict[str, Any]) -> str | None:
     ):
         if _str(value):
             return _str(value)
-    return "blocked by PreToolUse hook"
+    return DEFAULT_DENY_REASON
 
 
 def _str(value: Any) -> str:
@@ -493,15 +493,19 @@ class CommandHooks(Hooks):
         outcomes = await self.run_event(entries, payload)
         decision: HookDecision | None = None
         asked = HookDecision("allow")
+        context: list[str] = []
         for entry, out in zip(entries, outcomes, strict=True):
             permission, why, updated = _pre_permission(json_lines(out.stdout)) if out.exit_code == 0 else ("", "", None)
             if permission and asked.permission != "ask":
                 asked.permission, asked.reason = permission, why
             if updated is not None:
                 asked.updated_input = updated
+            objs = json_lines(out.stdout) if out.exit_code == 0 else []
+            context.extend(c for c in map(_additional_context, objs) if c)
             reason = next((r for r in map(_pre_deny, json_lines(out.stdout)) if r is not None), None)
-            if reason is None and out.exit_code == 2:
-                reason = _clip(out.stderr) or _clip(out.stdout) or "blocked by PreToolUse hook (exit 2)"
+            if reason is None and out.exit_code == 2:  # Claude Code's words: the command, then its stderr
+                said = out.stderr if out.stderr.strip() else out.stdout
+                reason = f"[{entry.command}]: {said[:MAX_REASON_CHARS] if said.strip() else 'No stderr output'}"
             if reason is None and out.exit_code != 0:
                 if entry.deny_on_failure:
                     reason = _clip(out.stderr) or f"PreToolUse hook failed (exit {out.exit_code})"
@@ -516,7 +520,9 @@ class CommandHooks(Hooks):
             decision=decision.action if decision else (asked.permission or "allow"),
             exit=",".join(str(o.exit_code) for o in outcomes),
         )
-        if decision is None and (asked.permission or asked.updated_input is not None):
+        if decision is None and context:
+            asked.additional_context = "\n".join(context)
+        if decision is None and (asked.permission or asked.updated_input is not None or context):
             return asked
         return decision
 
@@ -614,6 +620,26 @@ class CommandHooks(Hooks):
     async def stop_failure(self, error: str, error_details: str, last_assistant_message: str) -> None:
         await self._notify("StopFailure", error, error=error, error_details=error_details,
                            last_assistant_message=last_assistant_message)
+
+    def wants(self, event: str) -> bool:
+        return bool(self.entries(event))
+
+    async def message_display(self, fields: dict[str, Any]) -> str | None:
+        """Each hook may replace the shown text (`hookSpecificOutput.displayContent`); the last one that does
+        wins, as in Claude Code. A failing hook leaves the original."""
+        entries = self.entries("MessageDisplay")
+        if not entries:
+            return None
+        shown: str | None = None
+        for out in await self.run_event(entries, self._payload("MessageDisplay", **fields)):
+            if out.exit_code != 0:
+                self._failed("MessageDisplay", out)
+                continue
+            for obj in json_lines(out.stdout):
+                value = _specific(obj).get("displayContent")
+                if isinstance(value, str):
+                    shown = value
+        return shown
 
     async def notification(self, message: str, notification_type: str) -> None:
         """Claude Code's Notification event; its matcher applies to the notification type."""

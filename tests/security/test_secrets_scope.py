@@ -43,13 +43,14 @@ def test_agent_pids_are_this_process_and_its_ancestors() -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "/proc/self/environ", "/proc/thread-self/environ", f"/proc/{os.getpid()}/environ",
-    f"/proc/{os.getppid()}/environ", f"/proc/{os.getppid()}/cmdline", f"/proc/{os.getpid()}/mem",
-    f"/proc/{os.getpid()}/task/{os.getpid()}/environ", f"/proc/{os.getppid()}/fd/0", "/proc/self/",
-    f"/proc/{os.getpid()}/root/etc/hostname",
+    "/proc/self/environ", "/proc/thread-self/environ", "/proc/{pid}/environ",
+    "/proc/{ppid}/environ", "/proc/{ppid}/cmdline", "/proc/{pid}/mem",
+    "/proc/{pid}/task/{pid}/environ", "/proc/{ppid}/fd/0", "/proc/self/",
+    "/proc/{pid}/root/etc/hostname",
 ])
 @pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan"])
 async def test_file_tools_refuse_the_agents_own_proc(ctx: ToolContext, path: str, mode: str) -> None:
+    path = path.format(pid=os.getpid(), ppid=os.getppid())  # ids without pids: the same in every xdist worker
     for tool, input in ((ReadTool(), {"file_path": path}), (GrepTool(), {"pattern": "KEY", "path": path}),
                         (GlobTool(), {"pattern": "*", "path": path}),
                         (WriteTool(), {"file_path": path, "content": "x"}),
@@ -60,12 +61,13 @@ async def test_file_tools_refuse_the_agents_own_proc(ctx: ToolContext, path: str
 
 
 @pytest.mark.parametrize("command", [
-    "cat /proc/self/environ", "cat /proc/$PPID/environ", f"cat /proc/{os.getppid()}/environ",
+    "cat /proc/self/environ", "cat /proc/$PPID/environ", "cat /proc/{ppid}/environ",
     'cat /proc/self/envir""on', "cat /proc/self/envir?n", "cat /p*/self/environ", "cat /proc/sel[f]/environ",
     "cd /proc && cat self/environ", "tr '\\0' '\\n' < /proc/self/environ", "xxd /proc/thread-self/environ",
-    f"cat /proc/{os.getppid()}/cmdline", "head --bytes=9999 /proc/self/environ", "cat /proc/${PPID}/environ",
+    "cat /proc/{ppid}/cmdline", "head --bytes=9999 /proc/self/environ", "cat /proc/${PPID}/environ",
 ])
 async def test_bash_words_naming_the_agents_proc_are_not_allowed(ctx: ToolContext, command: str) -> None:
+    command = command.replace("{ppid}", str(os.getppid()))
     gate = _gate(ctx, allowed_tools=["Bash(cat:*)", "Bash(tr:*)", "Bash(xxd:*)", "Bash(head:*)", "Bash(cd:*)"],
                  headless=True)
     assert not (await gate.authorize(BashTool(), {"command": command}, ctx)).allowed, command
