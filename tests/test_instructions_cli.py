@@ -142,3 +142,31 @@ def test_a_resumed_session_does_not_announce_a_file_again(tmp_path, cli):
     bodies = [r.body for r in cli.fake.requests]
     assert json.dumps(bodies[1]).count("SUB-CLAUDE-MD") == 1
     assert json.dumps(bodies[3]).count("SUB-CLAUDE-MD") == 1  # the earlier announcement, not a second one
+
+
+HOOKS_RECORDED = json.loads((Path(__file__).parent / "fixtures/claude_code/instruction_hooks.json").read_text())
+
+
+def test_instructions_loaded_and_cwd_changed_hooks_match_claude_code(tmp_path, cli):
+    """The same layout and calls as record_instruction_hooks.py: each InstructionsLoaded input (file, memory
+    type, load reason, importer, trigger, globs) and the CwdChanged input are the binary's. Hooks run
+    concurrently there, so the events are compared in a stable order."""
+    from tests.fixtures.claude_code.record_instruction_hooks import EVENTS, hooks, kept, script
+
+    assert HOOKS_RECORDED["version"] == CLAUDE_CODE_VERSION
+    home, proj = lay_out(tmp_path)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    (proj / ".claude" / "settings.json").write_text(json.dumps(hooks(log_dir)))
+    trust(proj, cli.agent_home)
+    for name, input in script(proj):
+        cli.fake.reply(tool_block(name, input))
+    cli.fake.reply("Final answer.")
+    result = CliRunner(cli.agent_home, proj, cli.fake)("-p", "Do the task.", "--dangerously-skip-permissions",
+                                                      HOME=str(home), CLAUDE_CONFIG_DIR=None)
+    assert result.code == 0, result.stderr
+    for event in EVENTS:
+        lines = (log_dir / f"{event}.jsonl").read_text().splitlines()
+        ours = [kept(json.loads(x), tmp_path) for x in lines if x.strip()]
+        key = lambda e: json.dumps(e, sort_keys=True)  # noqa: E731
+        assert sorted(ours, key=key) == sorted(HOOKS_RECORDED[event], key=key), event

@@ -131,6 +131,8 @@ class _Batch:
     new_messages: list[Message] = field(default_factory=list)
     end_turn: bool = False
     aborted: bool = False
+    # Events for the hooks that only look (event, matcher target, fields), told once the group is collected.
+    observed: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
 
 
 def _end_event(tid: str, name: str, output: ToolOutput, duration: float) -> ToolEndEvent:
@@ -230,14 +232,27 @@ class ToolRunner:
         refused = over_cap(name, self.ctx.session.capped_calls)
         if refused is not None:
             return ToolOutput(refused, is_error=True, summary="over the session's cap"), False
+        output = await self._call(tool, raw_input, tid, checkpoints)
+        if decision is not None and decision.additional_context:  # after the result, with Claude Code's label
+            output.new_messages.append(user_message(f"PreToolUse:{name} hook additional context: "
+                                                    f"{decision.additional_context}", meta={"hook": "PreToolUse"}))
+        await self._after_hooks(name, raw_input, tid, output, started)
+        return output, False
+
+    async def _call(self, tool: Tool, raw_input: dict[str, Any], tid: str, checkpoints: Any) -> ToolOutput:
+        """The call itself, with the checkpoints around it and CwdChanged when a shell's `cd` moved the session."""
+        name = tool.name
         if checkpoints is not None and name == BASH_TOOL:
             # A shell can change any file: snapshot the tree once per turn, as late as possible
             # (allowed, not denied by a hook), right before it runs; background runs too.
             await checkpoints.before_bash(Path(self.ctx.cwd))
+        cwd_before = str(self.ctx.session.cwd)
         try:
             output = await tool.call(raw_input, self.ctx.for_call(tid))
         except ToolError as exc:  # a failure the model can act on: PostToolUseFailure runs for it too
             output = ToolOutput(str(exc), is_error=True)
+        if str(self.ctx.session.cwd) != cwd_before:  # the next call runs there
+            await self.hooks.observe("CwdChanged", "", {"old_cwd": cwd_before, "new_cwd": str(self.ctx.session.cwd)})
         if not isinstance(output, ToolOutput):
             output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
         if checkpoints is not None:  # what the agent left in the files (a shell may change any)
@@ -245,11 +260,7 @@ class ToolRunner:
                 checkpoints.after_bash()
             elif not output.is_error:
                 checkpoints.after_write(name, raw_input, Path(self.ctx.cwd))
-        if decision is not None and decision.additional_context:  # after the result, with Claude Code's label
-            output.new_messages.append(user_message(f"PreToolUse:{name} hook additional context: "
-                                                    f"{decision.additional_context}", meta={"hook": "PreToolUse"}))
-        await self._after_hooks(name, raw_input, tid, output, started)
-        return output, False
+        return output
 
     async def _after_hooks(self, name: str, input: dict[str, Any], tid: str, output: ToolOutput,
                            started: float) -> None:
@@ -285,6 +296,9 @@ class ToolRunner:
                 yield events.get_nowait()
             for end in self._collect(group, tasks, batch):
                 yield end
+            observed, batch.observed = batch.observed, []
+            for event, target, fields in observed:
+                await self.hooks.observe(event, target, fields)
             if batch.aborted:
                 break
         ordered = [
@@ -335,5 +349,7 @@ class ToolRunner:
             batch.results[id(use)] = block
             if output is not None:
                 batch.new_messages.extend(output.new_messages)
-                batch.new_messages.extend(instruction_reminders(self.ctx, use, block))
+                touched = instruction_reminders(self.ctx, use, block)
+                batch.new_messages.extend(touched.reminders)
+                batch.observed += [("InstructionsLoaded", reason, f) for reason, f in touched.loaded]
             batch.end_turn = batch.end_turn or deny_end

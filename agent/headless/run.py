@@ -29,6 +29,7 @@ from agent.loop.factory import ResumeError, build_engine, load_resume_target, st
 from agent.message_display import MessageDisplay
 from agent.output_style import style_name, style_names
 from services.budget import Budget
+from services.config import agent_environ
 from services.events import (
     AssistantEvent,
     NoticeEvent,
@@ -42,6 +43,7 @@ from services.events import (
 from services.hooks import ForwardingHooks, HookDecision, Hooks
 from services.messages import Block, Message, message_text, to_api, user_message
 from services.model_types import CallModel, ModelError, ModelRequest, TextDelta, ThinkingDelta
+from services.models import resolve_model
 from services.session import SessionLocked
 from tools.permissions import PermissionRequest, PermissionResult
 
@@ -622,12 +624,8 @@ class ControlSession:
             self._answer(rid, {"mode": mode})
             self.emit({"type": "system", "subtype": "status", "status": None, "permissionMode": mode,
                        "uuid": new_uuid(), "session_id": self._session_id()})
-        elif sub == "set_model":
-            model = req.get("model") or self.inv.settings.model
-            self.inv.settings.model = str(model)
-            if self.engine is not None:
-                self.engine.set_model(str(model))
-            self._answer(rid, {"model": model})
+        elif sub == "set_model":  # in order with the prompts (the session opens for it): hooks may refuse it
+            self.prompts.put_nowait({"type": "set_model", "request_id": rid, "model": req.get("model")})
         elif sub == "mcp_status":
             servers = []
             mcp = self.run.mcp if self.run is not None else None
@@ -697,7 +695,7 @@ class ControlSession:
             try:
                 msg: dict[str, Any] | None = first
                 while msg is not None:
-                    await self._turn(msg)
+                    await (self._set_model(msg) if msg.get("type") == "set_model" else self._turn(msg))
                     msg = await self.prompts.get()
             finally:
                 await self.engine.end_session("other")
@@ -707,6 +705,22 @@ class ControlSession:
         finally:
             reader.cancel()
         return self.exit_code
+
+    async def _set_model(self, msg: dict[str, Any]) -> None:
+        """The SDK's set_model, after the prompts sent before it: the PreModelSwitch hooks may refuse it
+        (Claude Code's error response: its words, `blocked_by_hook`, the model kept)."""
+        assert self.engine is not None
+        requested = msg.get("model") if isinstance(msg.get("model"), str) else None
+        model = resolve_model(requested, agent_environ()) if requested else self.inv.settings.model
+        refused = await self.engine.switch_model(model, requested, "sdk")
+        rid = str(msg.get("request_id") or "")
+        if refused is not None:
+            self.emit({"type": "control_response", "response": {
+                "subtype": "error", "request_id": rid, "error": refused, "error_code": "blocked_by_hook",
+                "model": self.engine.config.model}})
+            return
+        self.inv.settings.model = model
+        self._answer(rid, {"model": model})
 
     async def _turn(self, msg: dict[str, Any]) -> None:
         assert self.run is not None

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,10 @@ from services.events import (
     ToolResultsEvent,
     UserMessageEvent,
 )
-from services.hooks import NO_HOOKS, Hooks, error_category
+from services.hooks import DEFAULT_DENY_REASON, NO_HOOKS, Hooks, error_category
 from services.loop_guard import LoopGuardOptions
 from services.messages import Message, message_text, repair_pairing, text_block, user_message
+from services.model_switch import CANNOT_ASK, SWITCH_BLOCKED, switch_fields
 from services.model_types import CallModel
 from services.private_fs import ensure_private_dir
 from services.session import (
@@ -124,6 +125,7 @@ class QueryEngine:
         self._session_start_source: str | None = "startup"
         self._ended = ""  # the session whose SessionEnd hooks ran
         self._pending_hook_messages: list[Message] = []  # SessionStart context, kept past a denied prompt
+        self._last_response_at: float | None = None  # when the last reply came (is the prompt cache warm?)
         self.persist = persist
         self._start_session(session_id or new_session_id())
         if prompt_for is not None:
@@ -153,6 +155,28 @@ class QueryEngine:
         self.config.model = model
         if compact is not None:
             self.config.compact = compact
+
+    async def switch_model(self, to_model: str, requested: str | None, source: str,
+                           compact: CompactOptions | None = None,
+                           confirm: Callable[[str], Awaitable[bool]] | None = None) -> str | None:
+        """A model switch with Claude Code's PreModelSwitch/PostModelSwitch hooks: None when switched, else
+        why not (a hook denied it, or asked and nobody confirmed). `source`: "command" or "sdk"."""
+        since = time.monotonic() - self._last_response_at if self._last_response_at is not None else None
+        fields = switch_fields(self.config.model, to_model, requested, source, self.last_usage, since)
+        decision = await self.hooks.pre_model_switch(fields)
+        if decision is not None and decision.action == "deny":
+            return SWITCH_BLOCKED + (decision.reason or DEFAULT_DENY_REASON)
+        if decision is not None and decision.permission == "ask":
+            if confirm is None:
+                return SWITCH_BLOCKED + CANNOT_ASK
+            if not await confirm(decision.reason):
+                return SWITCH_BLOCKED + "not confirmed"
+        self.set_model(to_model, compact)
+        after = await self.hooks.post_model_switch(fields)
+        if after is not None and after.additional_context:  # joins the next prompt, for the new model
+            note = f"PostModelSwitch hook additional context: {after.additional_context}"
+            self._pending_hook_messages.append(user_message(note, meta={"hook": "PostModelSwitch"}))
+        return None
 
     # -- session lifecycle -------------------------------------------------------------------
     def _start_session(self, session_id: str) -> None:
@@ -345,6 +369,7 @@ class QueryEngine:
             expansion = None  # expanded for a prompt that was never sent (a refused turn)
         if self._session_start_source is not None:
             source, self._session_start_source = self._session_start_source, None
+            await self._instructions_loaded()
             started = await self.hooks.session_start(source)
             if started is not None and started.additional_context:
                 note = f"SessionStart hook additional context: {started.additional_context}"  # Claude Code's label
@@ -363,6 +388,17 @@ class QueryEngine:
                     "UserPromptExpansion hook additional context: "
                 hook_context.append(user_message(label + decision.additional_context, meta={"hook": event}))
         return None
+
+    async def _instructions_loaded(self) -> None:
+        """Claude Code's InstructionsLoaded for each instruction file in the prompt from the start (an
+        imported one names its importer); files met later are told by the tools' orchestration."""
+        loaded = getattr(self.prompt_builder, "loaded", None)
+        for f in loaded.files if loaded is not None else []:
+            reason = "include" if f.parent is not None else "session_start"
+            fields = {"file_path": str(f.path), "memory_type": f.kind, "load_reason": reason}
+            if f.parent is not None:
+                fields["parent_file_path"] = str(f.parent)
+            await self.hooks.observe("InstructionsLoaded", reason, fields)
 
     def _query_params(self) -> QueryParams:
         return QueryParams(
@@ -420,6 +456,7 @@ class QueryEngine:
             if usage:
                 self.usage.add(usage, model=(event.message.get("meta") or {}).get("model") or self.config.model)
                 self.last_usage = usage
+                self._last_response_at = time.monotonic()
         elif isinstance(event, ToolResultsEvent):
             self.append_message(event.message)
             for m in event.extra_messages:

@@ -15,12 +15,14 @@ import dataclasses
 import json
 import os
 import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.hooks import DEFAULT_DENY_REASON
 from services.messages import Message, text_block, user_message
 from services.skills.commands import (
     CustomCommand,
@@ -72,7 +74,10 @@ async def _run_bang(engine: Any, cmd: CustomCommand, pattern: str, command: str)
                                session_rules=list(engine.gate.session_rules))
     ctx = ToolContext(session=SessionState(cwd=Path(engine.config.cwd)), project_root=Path(engine.config.cwd),
                       session_id=engine.session_id, session_dir=engine.session_dir, tool_use_id="command-shell")
-    verdict = await gate.authorize(bash, {"command": command}, ctx)
+    blocked, hook = await _shell_hooks(engine, cmd, command)
+    if blocked is not None:
+        return blocked
+    verdict = await gate.authorize(bash, {"command": command}, ctx, hook)
     if not verdict.allowed:
         raise CommandError(f'Shell command permission check failed for pattern "{pattern}": {verdict.message}')
     out = await bash.call(verdict.updated_input or {"command": command}, ctx)
@@ -80,6 +85,23 @@ async def _run_bang(engine: Any, cmd: CustomCommand, pattern: str, command: str)
     if out.is_error:
         raise CommandError(f'Shell command failed for pattern "{pattern}": {text.strip()}')
     return text.rstrip("\n")
+
+
+async def _shell_hooks(engine: Any, cmd: CustomCommand, command: str) -> tuple[str | None, tuple[str, str] | None]:
+    """Claude Code's PreSkillShellCommand: (the text that stands for a line a hook blocked, or None; a hook's
+    "allow" for the gate). A blocked line is not run and the command goes on, as in 2.1.332; a rewrite
+    or a question (nobody can answer one here) blocks it too."""
+    decision = await engine.hooks.pre_skill_shell_command({
+        "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"command-shell-{uuid.uuid4()}",
+        "command_name": cmd.name, "command_source": SOURCES.get(cmd.source, cmd.source), "invoked_by": "user"})
+    if decision is None:
+        return None, None
+    why = "" if decision.reason == DEFAULT_DENY_REASON else decision.reason  # Claude Code then says no reason
+    if decision.action != "deny" and decision.updated_input is not None:
+        why = "the hook changed the command, which isn't supported here"
+    elif decision.action != "deny" and decision.permission != "ask":
+        return None, ("allow", why) if decision.permission == "allow" else None
+    return f"[not run: blocked by hook{': ' + why if why else ''}]", None
 
 
 async def run_shell_lines(engine: Any, cmd: CustomCommand, body: str, trusted: bool) -> str:

@@ -266,7 +266,10 @@ async def cmd_model(ctx: CommandContext, args: str) -> None:
     requested = resolve_model(args.split()[0], env)
     if not is_known(requested) and not await _endpoint_serves(ctx, requested):
         return
-    _switch_model(ctx, legacy_target(requested, env) or requested)
+    refused = await _switch_model(ctx, legacy_target(requested, env) or requested, args.split()[0])
+    if refused is not None:
+        ctx.say(refused, "yellow")
+        return
     for notice in model_notices(requested, today, env):
         ctx.say(notice, "yellow")
     ctx.say(f"Set model to {describe_model(engine.config.model)}")
@@ -305,14 +308,24 @@ async def _endpoint_serves(ctx: CommandContext, model: str) -> bool:
     return True
 
 
-def _switch_model(ctx: CommandContext, model: str) -> None:
-    """The engine's model, and the window-derived compaction thresholds with it."""
+async def _switch_model(ctx: CommandContext, model: str, requested: str) -> str | None:
+    """The engine's model, and the window-derived compaction thresholds with it, unless a PreModelSwitch
+    hook refuses (its words are returned); a hook that asks is answered here."""
     from services.compact.options import CompactOptions
     from services.config import agent_environ
 
-    ctx.engine.set_model(model, CompactOptions.from_env(model_window=model_context_window(model, agent_environ())))
-    if ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
+    async def confirm(reason: str) -> bool:
+        if ctx.pick is None:
+            return False
+        question = f"Switch to {safe_name(model)}?" + (f" ({reason})" if reason else "")
+        return await ctx.pick(question, [("yes", "Yes, switch"), ("no", "No, keep the current model")]) == "yes"
+
+    compact = CompactOptions.from_env(model_window=model_context_window(model, agent_environ()))
+    refused = await ctx.engine.switch_model(model, requested, "command", compact,
+                                            confirm if ctx.pick is not None else None)
+    if refused is None and ctx.opts is not None and getattr(ctx.opts, "settings", None) is not None:
         ctx.opts.settings.model = model
+    return refused
 
 
 def cmd_permissions(ctx: CommandContext, args: str) -> None:
@@ -541,7 +554,7 @@ def cmd_doctor(ctx: CommandContext, args: str) -> None:
         ctx.say(Text(f"{status:<4}  {what}: {detail}"), "red" if status == "fail" else "")
 
 
-def cmd_add_dir(ctx: CommandContext, args: str) -> None:
+async def cmd_add_dir(ctx: CommandContext, args: str) -> None:
     """`/add-dir DIR`: the tools may read and write there too, for this session."""
     path = Path(args.strip()).expanduser() if args.strip() else None
     if path is None:
@@ -561,6 +574,8 @@ def cmd_add_dir(ctx: CommandContext, args: str) -> None:
     if sandbox is not None and path not in sandbox.write_dirs:
         sandbox.write_dirs.append(path)
     ctx.say(f"Added {path} for this session.", "dim")
+    await ctx.engine.hooks.observe("DirectoryAdded", "slash_command",
+                                   {"directory": str(path), "source": "slash_command"})
 
 
 def cmd_export(ctx: CommandContext, args: str) -> None:

@@ -52,6 +52,25 @@ class Hooks:
         of `delta`, or None for the original. Display-only: the stored message is untouched."""
         return None
 
+    async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
+        """An event whose hooks only look (InstructionsLoaded, CwdChanged, DirectoryAdded): `target` is what
+        the matcher is tested against ("" for none)."""
+        return None
+
+    async def pre_skill_shell_command(self, fields: dict[str, Any]) -> HookDecision | None:
+        """Before a custom command's `` !`cmd` `` line runs (tool_name, tool_input, tool_use_id, command_name,
+        command_source, invoked_by): PreToolUse's contract."""
+        return None
+
+    async def pre_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
+        """Before the model changes (services/model_switch.py's fields): "deny" cancels it; `permission`
+        "ask" wants the user to confirm."""
+        return None
+
+    async def post_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
+        """After the model changed: `additional_context` reaches the new model with the next request."""
+        return None
+
     async def session_start(self, source: str) -> HookDecision | None:
         """`source` is "startup", "resume", "clear" or "compact"."""
         return None
@@ -132,6 +151,18 @@ class ForwardingHooks(Hooks):
 
     async def message_display(self, fields: dict[str, Any]) -> str | None:
         return await self.inner.message_display(fields)
+
+    async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
+        await self.inner.observe(event, target, fields)
+
+    async def pre_skill_shell_command(self, fields: dict[str, Any]) -> HookDecision | None:
+        return await self.inner.pre_skill_shell_command(fields)
+
+    async def pre_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
+        return await self.inner.pre_model_switch(fields)
+
+    async def post_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
+        return await self.inner.post_model_switch(fields)
 
     async def session_start(self, source: str) -> HookDecision | None:
         return await self.inner.session_start(source)

@@ -40,11 +40,15 @@ from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
-          "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay")
-TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
+          "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay", "InstructionsLoaded",
+          "CwdChanged", "DirectoryAdded", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand")
+# Events that only look: their hooks are told, their output informs nobody (Hooks.observe).
+OBSERVED_EVENTS = frozenset(("InstructionsLoaded", "CwdChanged", "DirectoryAdded"))
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PreSkillShellCommand")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
-                  "SubagentStart", "StopFailure")
+                  "SubagentStart", "StopFailure", "InstructionsLoaded", "DirectoryAdded",
+                  "PreModelSwitch", "PostModelSwitch")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -55,7 +59,7 @@ CLAUDE_CODE_EVENTS = frozenset((
     "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "CwdChanged", "FileChanged", "DirectoryAdded",
     "MessageDisplay", "PreSkillShellCommand"))
 # Events whose input carries the session's permission mode (as Claude Code 2.1.332 sends them).
-MODE_EVENTS = frozenset(("UserPromptSubmit", "UserPromptExpansion", "PermissionRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
+MODE_EVENTS = frozenset(("PreSkillShellCommand", "UserPromptSubmit", "UserPromptExpansion", "PermissionRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch",
                          "Stop", "SubagentStop"))
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 TIMEOUT_EXIT_CODE = 124
@@ -363,6 +367,12 @@ def _pre_deny(obj: dict[str, Any]) -> str | None:
     return DEFAULT_DENY_REASON
 
 
+def _switch_target(fields: dict[str, Any]) -> str:
+    """A model switch's matcher target: the new model, less a `[1m]` suffix (as Claude Code matches it)."""
+    target = re.sub(r"\[[12]m\]\s*$", "", str(fields.get("to_model") or ""), flags=re.I)
+    return target if target.strip() else str(fields.get("to_model") or "")
+
+
 def _str(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
@@ -486,11 +496,18 @@ class CommandHooks(Hooks):
 
     # -- events --
     async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
-        entries = self.entries("PreToolUse", name)
+        return await self._pre_decision("PreToolUse", name, tool_name=name, tool_input=input, tool_use_id=tool_use_id)
+
+    async def pre_skill_shell_command(self, fields: dict[str, Any]) -> HookDecision | None:
+        return await self._pre_decision("PreSkillShellCommand", str(fields.get("tool_name") or "Bash"), **fields)
+
+    async def _pre_decision(self, event: str, name: str, **fields: Any) -> HookDecision | None:
+        """PreToolUse's contract (PreSkillShellCommand shares it): deny (JSON or exit 2), or allow/ask,
+        updatedInput and additionalContext; None when no hook had anything to say."""
+        entries = self.entries(event, name)
         if not entries:
             return None
-        payload = self._payload("PreToolUse", tool_name=name, tool_input=input, tool_use_id=tool_use_id)
-        outcomes = await self.run_event(entries, payload)
+        outcomes = await self.run_event(entries, self._payload(event, **fields))
         decision: HookDecision | None = None
         asked = HookDecision("allow")
         context: list[str] = []
@@ -508,9 +525,9 @@ class CommandHooks(Hooks):
                 reason = f"[{entry.command}]: {said[:MAX_REASON_CHARS] if said.strip() else 'No stderr output'}"
             if reason is None and out.exit_code != 0:
                 if entry.deny_on_failure:
-                    reason = _clip(out.stderr) or f"PreToolUse hook failed (exit {out.exit_code})"
+                    reason = _clip(out.stderr) or f"{event} hook failed (exit {out.exit_code})"
                 else:
-                    self._failed(f"PreToolUse for {name}", out)
+                    self._failed(f"{event} for {name}", out)
             if reason is not None and decision is None:
                 decision = HookDecision("deny", reason)
         trace(
@@ -623,6 +640,42 @@ class CommandHooks(Hooks):
 
     def wants(self, event: str) -> bool:
         return bool(self.entries(event))
+
+    async def pre_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
+        """PreModelSwitch: PreToolUse's contract (deny, or exit 2, cancels; ask wants a confirmation)."""
+        entries = self.entries("PreModelSwitch", _switch_target(fields))
+        if not entries:
+            return None
+        asked: HookDecision | None = None
+        for out in await self.run_event(entries, self._payload("PreModelSwitch", **fields)):
+            objs = json_lines(out.stdout) if out.exit_code == 0 else []
+            reason = next((r for r in map(_pre_deny, objs) if r is not None), None)
+            if reason is None and out.exit_code == 2:
+                reason = _clip(out.stderr) or DEFAULT_DENY_REASON
+            elif out.exit_code not in (0, 2):
+                self._failed("PreModelSwitch", out)
+            if reason is not None:
+                return HookDecision("deny", reason)
+            permission, why, _ = _pre_permission(objs)
+            if permission == "ask" and asked is None:
+                asked = HookDecision("allow", why, permission="ask")
+        return asked
+
+    async def post_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
+        entries = self.entries("PostModelSwitch", _switch_target(fields))
+        if not entries:
+            return None
+        notes = []
+        for out in await self.run_event(entries, self._payload("PostModelSwitch", **fields)):
+            if out.exit_code != 0:
+                self._failed("PostModelSwitch", out)
+                continue
+            notes += [c for c in map(_additional_context, json_lines(out.stdout)) if c]
+        return HookDecision("allow", additional_context="\n".join(notes)) if notes else None
+
+    async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
+        if event in OBSERVED_EVENTS:
+            await self._notify(event, target, **fields)
 
     async def message_display(self, fields: dict[str, Any]) -> str | None:
         """Each hook may replace the shown text (`hookSpecificOutput.displayContent`); the last one that does
