@@ -180,6 +180,7 @@ def build_engine(
     found.prompt.tracker.nested_limit = nested_limit(context_window(settings.model, agent_environ()))
     if mcp is not None:
         _tool_search(engine, blocked)
+        mcp.handlers.hooks = engine.hooks  # Elicitation hooks may answer a server's question
     for notice in found.prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript),

@@ -26,6 +26,7 @@ class McpPart(ReplParts):
             notify = lambda text: self.say(text, "dim")  # noqa: E731
             self.mcp.handlers.sample = make_sampling_handler(self.engine, self.ask_yes_no, notify)
             self.mcp.handlers.elicit = make_elicitation_handler(self.ask_text, notify)
+            self.mcp.handlers.hooks = self.engine.hooks
             blocked = {r for r in self.engine.gate.disallowed_tools if "(" not in r}
             refresh = mcp_refresher(self.engine, self.mcp, blocked)
 

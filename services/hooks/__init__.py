@@ -57,6 +57,15 @@ class Hooks:
         the matcher is tested against ("" for none)."""
         return None
 
+    async def elicitation(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """An MCP server asks the user (mcp_server_name, message, mode, requested_schema...): the answer
+        (`action`, maybe `content`) a hook gives instead of the user, or None to ask."""
+        return None
+
+    async def elicitation_result(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """The user answered (`action`, `content`): a hook's replacement answer, or None to send it as is."""
+        return None
+
     async def pre_skill_shell_command(self, fields: dict[str, Any]) -> HookDecision | None:
         """Before a custom command's `` !`cmd` `` line runs (tool_name, tool_input, tool_use_id, command_name,
         command_source, invoked_by): PreToolUse's contract."""
@@ -154,6 +163,12 @@ class ForwardingHooks(Hooks):
 
     async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
         await self.inner.observe(event, target, fields)
+
+    async def elicitation(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        return await self.inner.elicitation(fields)
+
+    async def elicitation_result(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        return await self.inner.elicitation_result(fields)
 
     async def pre_skill_shell_command(self, fields: dict[str, Any]) -> HookDecision | None:
         return await self.inner.pre_skill_shell_command(fields)

@@ -41,14 +41,15 @@ from services.trace import trace
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
           "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay", "InstructionsLoaded",
-          "CwdChanged", "DirectoryAdded", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand")
+          "CwdChanged", "DirectoryAdded", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand",
+          "Elicitation", "ElicitationResult")
 # Events that only look: their hooks are told, their output informs nobody (Hooks.observe).
 OBSERVED_EVENTS = frozenset(("InstructionsLoaded", "CwdChanged", "DirectoryAdded"))
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PreSkillShellCommand")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
                   "SubagentStart", "StopFailure", "InstructionsLoaded", "DirectoryAdded",
-                  "PreModelSwitch", "PostModelSwitch")
+                  "PreModelSwitch", "PostModelSwitch", "Elicitation", "ElicitationResult")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -660,6 +661,31 @@ class CommandHooks(Hooks):
             if permission == "ask" and asked is None:
                 asked = HookDecision("allow", why, permission="ask")
         return asked
+
+    async def elicitation(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        return await self._elicitation_answer("Elicitation", fields)
+
+    async def elicitation_result(self, fields: dict[str, Any]) -> dict[str, Any] | None:
+        return await self._elicitation_answer("ElicitationResult", fields)
+
+    async def _elicitation_answer(self, event: str, fields: dict[str, Any]) -> dict[str, Any] | None:
+        """`hookSpecificOutput.action` (accept, decline, cancel) with its `content`; exit code 2 declines."""
+        entries = self.entries(event, str(fields.get("mcp_server_name") or ""))
+        if not entries:
+            return None
+        for out in await self.run_event(entries, self._payload(event, **fields)):
+            if out.exit_code == 2:
+                return {"action": "decline"}
+            if out.exit_code != 0:
+                self._failed(event, out)
+                continue
+            for obj in json_lines(out.stdout):
+                spec = _specific(obj)
+                if spec.get("action") in ("accept", "decline", "cancel"):
+                    content = spec.get("content")
+                    accepted = spec["action"] == "accept" and isinstance(content, dict)
+                    return {"action": spec["action"], **({"content": content} if accepted else {})}
+        return None
 
     async def post_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
         entries = self.entries("PostModelSwitch", _switch_target(fields))

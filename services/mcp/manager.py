@@ -28,6 +28,7 @@ from typing import Any
 
 from services.config import agent_environ
 from services.credentials import is_secret
+from services.hooks import NO_HOOKS, Hooks
 from services.mcp.config import ServerConfig, load_config
 from services.mcp.names import server_names, tool_names
 from services.private_fs import ensure_private_dir
@@ -91,12 +92,24 @@ class ResourceInfo:
     description: str | None = None
 
 
+def elicitation_fields(server: str, params: Any) -> dict[str, Any]:
+    """Claude Code's Elicitation hook input for a server's request (form or URL)."""
+    fields: dict[str, Any] = {"mcp_server_name": server, "message": str(getattr(params, "message", "") or ""),
+                              "mode": getattr(params, "mode", None) or "form"}
+    for key, attr in (("url", "url"), ("elicitation_id", "elicitationId"), ("requested_schema", "requestedSchema")):
+        value = getattr(params, attr, None)
+        if value is not None:
+            fields[key] = value
+    return fields
+
+
 @dataclass
 class ClientHandlers:
     """What the front end answers for servers: elicitation, sampling and progress. Each is optional; a
     missing one declines (a one-shot run has nobody to ask). They get the server's name first."""
 
     elicit: Callable[[str, Any], Awaitable[Any]] | None = None  # (server, ElicitRequestParams) -> ElicitResult
+    hooks: Hooks = NO_HOOKS  # Claude Code's Elicitation / ElicitationResult hooks (the session's)
     sample: Callable[[str, Any], Awaitable[Any]] | None = None  # (server, CreateMessageRequestParams) -> result
     progress: Callable[[str, str], None] | None = None  # (tool_use_id, text)
 
@@ -422,12 +435,38 @@ class McpServer:
         return ListRootsResult(roots=roots)
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """The Elicitation hooks may answer for the user; otherwise the front end asks (nobody in a one-shot
+        run: cancelled, as in Claude Code), then the ElicitationResult hooks may change the answer."""
+        from mcp.types import ElicitResult
+
+        self.log(f"elicitation: {getattr(params, 'message', '')[:200]}")
+        hooks = self.manager.handlers.hooks
+        fields = elicitation_fields(self.name, params)
+        try:
+            early = await hooks.elicitation(fields)
+        except Exception as exc:  # noqa: BLE001 - a failing hook leaves the question to the user
+            self.log(f"Elicitation hook failed: {describe(exc)}")
+            early = None
+        if early is not None:
+            return ElicitResult(**early)
+        result = await self._ask_front_end(params)
+        answered = {k: v for k, v in fields.items() if k in ("mcp_server_name", "elicitation_id", "mode")}
+        answered["action"] = result.action
+        if result.content is not None:
+            answered["content"] = result.content
+        try:
+            changed = await hooks.elicitation_result(answered)
+        except Exception as exc:  # noqa: BLE001
+            self.log(f"ElicitationResult hook failed: {describe(exc)}")
+            changed = None
+        return ElicitResult(**changed) if changed is not None else result
+
+    async def _ask_front_end(self, params: Any) -> Any:
         from mcp.types import ElicitResult
 
         handler = self.manager.handlers.elicit
-        self.log(f"elicitation: {getattr(params, 'message', '')[:200]}")
         if handler is None:
-            return ElicitResult(action="decline")
+            return ElicitResult(action="cancel")
         try:
             return await handler(self.name, params)
         except Exception as exc:  # noqa: BLE001 - a front-end failure declines, never breaks the session
