@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -186,7 +188,64 @@ def test_each_capped_tool_is_refused_at_its_default_and_others_are_not_counted()
 
     counts = {"WebSearch": 199, "Agent": 200}
     assert over_cap("WebSearch", counts) is None and counts["WebSearch"] == 200
-    assert over_cap("WebSearch", counts) == ("WebSearch has reached its limit of 200 calls per session. "
-                                             "Do not call it again this session.")
-    assert over_cap("Agent", counts) is not None and counts == {"WebSearch": 200, "Agent": 200}
+    text, is_error = over_cap("WebSearch", counts, {"query": "q"}) or ("", True)
+    assert not is_error and "this session's web search budget is used up (limit: 200 WebSearch calls, shared " \
+        "by every agent in this session; it does not refill)" in text
+    assert "If more searches are genuinely needed, ask the user to raise CLAUDE_CODE_MAX_WEB_SEARCHES_PER_SESSION." \
+        in text
+    assert over_cap("Agent", counts) == ("Agent has reached its limit of 200 calls per session. Do not call it "
+                                         "again this session.", True)
+    assert counts == {"WebSearch": 200, "Agent": 200}
     assert over_cap("Read", counts) is None and "Read" not in counts
+
+
+def test_caps_read_as_claude_code_reads_them(monkeypatch) -> None:
+    from services.session_caps import limit_for
+
+    for bad in ("0", "-1", "1.5", "lots", "", "٣"):  # not a whole number of at least 1: the default
+        monkeypatch.setenv("CLAUDE_CODE_MAX_WEB_SEARCHES_PER_SESSION", bad)
+        assert limit_for("WebSearch") == 200, bad
+    monkeypatch.setenv("CLAUDE_CODE_MAX_WEB_SEARCHES_PER_SESSION", " 3 ")
+    assert limit_for("WebSearch") == 3
+
+
+class _Search(BaseHTTPRequestHandler):
+    """A loopback search endpoint in Brave's shape, counting its hits."""
+
+    hits = 0
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        type(self).hits += 1
+        body = json.dumps({"web": {"results": [{"title": "Doc", "url": "https://example.com/doc",
+                                                "description": "found"}]}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_web_search_over_the_cap_is_claude_codes_result(cli, fake_anthropic) -> None:
+    """The words and the (not an error) result recorded from 2.1.332 in session_caps.json, same query and cap."""
+    recorded = json.loads((Path(__file__).parent / "fixtures/claude_code/session_caps.json").read_text())
+    over = recorded["web_search_over_cap"]
+    assert recorded["version"] == "2.1.332"
+    _Search.hits = 0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Search)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        fake_anthropic.reply(tool_block("WebSearch", {"query": "alpha news"}))
+        fake_anthropic.reply(tool_block("WebSearch", {"query": over["query"]}))
+        fake_anthropic.text("Went on with what I had.")
+        r = cli("-p", "search", "--permission-mode", "bypassPermissions", BRAVE_API_KEY="k",
+                BRAVE_ENDPOINT_URL=f"http://127.0.0.1:{server.server_address[1]}/res/v1/web/search", **over["env"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert r.code == 0, r.stderr
+    assert _Search.hits == 1  # the second search never left the machine
+    second = fake_anthropic.requests[2].messages[-1]["content"][0]
+    assert bool(second.get("is_error")) is over["is_error"] and second["content"] == over["content"]

@@ -229,9 +229,9 @@ class ToolRunner:
             if error:
                 raise ToolError(error)
             raw_input = verdict.updated_input
-        refused = over_cap(name, self.ctx.session.capped_calls)
+        refused = over_cap(name, self.ctx.session.capped_calls, raw_input, self.gate.headless)
         if refused is not None:
-            return ToolOutput(refused, is_error=True, summary="over the session's cap"), False
+            return ToolOutput(refused[0], is_error=refused[1], summary="over the session's cap"), False
         output = await self._call(tool, raw_input, tid, checkpoints)
         if decision is not None and decision.additional_context:  # after the result, with Claude Code's label
             output.new_messages.append(user_message(f"PreToolUse:{name} hook additional context: "
