@@ -16,14 +16,27 @@ from tests.fake_anthropic import FakeAnthropic
 LOCAL = Path(".claude") / "settings.local.json"
 
 
+RECORDED = json.loads((Path(__file__).parent / "fixtures/claude_code/output_style_command.json").read_text())
+
+
 def test_p_lists_switches_and_refuses(cli: CliRunner, fake_anthropic: FakeAnthropic) -> None:
+    assert RECORDED["version"] == "2.1.332"
     r = cli("-p", "/output-style")
-    assert r.code == 0 and r.stdout.startswith("Output style: default\nAvailable styles:\n- default (current): ")
-    assert "- Explanatory: " in r.stdout and r.stdout.rstrip().endswith("Usage: /output-style <style>")
+    assert r.code == 0 and r.stdout == RECORDED["listing"]
     r = cli("-p", "/output-style nosuch")
-    assert r.stdout.startswith('Unknown output style "nosuch". Available styles: default, ')
+    assert r.stdout == RECORDED["unknown"]
+    r = cli("-p", "/output-style explanatory", "--output-format", "json")
+    assert {k: json.loads(r.stdout).get(k) for k in RECORDED["json"]} == RECORDED["json"]
+    (Path(cli.cwd) / LOCAL).unlink()
+    lines = [json.loads(x) for x in cli("-p", "/output-style explanatory", "--output-format", "stream-json",
+                                        "--verbose").stdout.splitlines() if x.startswith("{")]
+    stream = RECORDED["stream_json"]
+    assert [x["type"] for x in lines] == stream["types"]
+    assert lines[1]["message"]["model"] == stream["assistant_model"]
+    assert lines[1]["message"]["content"][0]["text"] == stream["assistant_text"]
+    assert lines[1]["local_command_run"] == stream["local_command_run"]
+    assert lines[-1]["local_command"] == stream["result_local_command"]
     local = Path(cli.cwd) / LOCAL
-    local.parent.mkdir()
     local.write_text('{\n    "permissions": {"allow": ["Read"]}\n}\n')
     r = cli("-p", "/output-style learning")
     assert r.stdout.strip() == "Output style set to Learning"
@@ -76,3 +89,22 @@ def test_completion_offers_the_style_names(tmp_path: Path) -> None:
     assert got == ["Explanatory"]
     got = [c.text for c in completer.get_completions(Document("/output-style "), None)]
     assert {"default", "Explanatory", "Learning", "Pirate"} <= set(got)
+
+
+def test_sdk_session_answers_it_locally_and_the_next_prompt_has_the_style(cli: CliRunner,
+                                                                          fake_anthropic: FakeAnthropic) -> None:
+    import subprocess
+    import sys
+
+    fake_anthropic.text("Short.")
+    lines = "".join(json.dumps({"type": "user", "message": {"role": "user", "content": p}}) + "\n"
+                    for p in ("/output-style concise", "hi"))
+    out = subprocess.run([sys.executable, "-m", "agent", "-p", "--input-format", "stream-json", "--output-format",
+                          "stream-json", "--verbose"], input=lines, capture_output=True, text=True, cwd=cli.cwd,
+                         env=cli.env(), timeout=60)
+    events = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    results = [e for e in events if e["type"] == "result"]
+    assert [r.get("local_command") for r in results] == ["output_style", None]
+    assert results[0]["result"] == "Output style set to Concise" and results[1]["result"] == "Short."
+    (request,) = fake_anthropic.requests
+    assert "# Output Style: Concise" in json.dumps(request.body["system"])

@@ -19,6 +19,7 @@ from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXI
 from agent.headless.run import HeadlessRun, JsonOut, _install_signals, open_engine
 from agent.loop.factory import ResumeError
 from agent.slash.custom import CommandError, command_model, custom_command_input
+from agent.slash.output_style import is_output_style, output_style_answer
 from services.session import privacy_warnings
 
 if TYPE_CHECKING:
@@ -60,8 +61,8 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
             return EXIT_ERROR
     for notice in engine.notices_at_start:
         sys.stderr.write(f"notice: {notice}\n")
-    if fmt != "stream-json" and _is_output_style(text):  # a local command: answered without the model
-        return _output_style_command(engine, inv, text, out)
+    if is_output_style(text):  # a local command: answered without the model
+        return _output_style(inv, engine, run, out, text)
     try:
         text, inject, blocks, model = await custom_command_input(engine, inv, text, inject)
     except CommandError as exc:
@@ -96,22 +97,16 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     return EXIT_OK if not result["is_error"] else EXIT_ERROR
 
 
-def _is_output_style(text: str) -> bool:
-    return text.strip() == "/output-style" or text.startswith("/output-style ")
-
-
-def _output_style_command(engine: Any, inv: Any, text: str, out: Any) -> int:
-    """`/output-style [style]` as a `-p` prompt (Claude Code runs it non-interactively too)."""
-    from agent.slash.output_style import switch
-    from services.config import agent_home
-
-    answer = switch(inv.app.cwd, agent_home(), engine.prompt_builder, text.strip()[len("/output-style"):])
+def _output_style(inv: Any, engine: Any, run: HeadlessRun, out: JsonOut, text: str) -> int:
+    if inv.output_format == "stream-json":
+        out(run.init_event())
+    args = text.strip()[len("/output-style"):].strip()
+    result = run.local_command("output-style", args, output_style_answer(engine, inv, args))
     engine.close()
-    if inv.output_format == "json":
-        out({"type": "result", "subtype": "success", "is_error": False, "num_turns": 0, "result": answer,
-             "session_id": engine.session_id, "total_cost_usd": 0})
+    if inv.output_format == "text":
+        _print_text(result["result"])
     else:
-        _print_text(answer)
+        out(result)
     return EXIT_OK
 
 

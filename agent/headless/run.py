@@ -28,6 +28,7 @@ from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from agent.message_display import MessageDisplay
 from agent.output_style import style_name, style_names
+from agent.slash.output_style import is_output_style, output_style_answer
 from services.budget import Budget
 from services.config import agent_environ
 from services.events import (
@@ -320,6 +321,24 @@ class HeadlessRun:
             sys.stderr.write(f"[tool] {_label(ev.name, ev.input)}\n")
         elif not ev.ok:
             sys.stderr.write(f"[tool] {ev.name} error: {ev.error or ev.summary}\n")
+
+    def local_command(self, command: str, args: str, answer: str) -> dict[str, Any]:
+        """A command answered here without the model (`/output-style`), in Claude Code 2.1.332's shapes
+        (recorded): stream-json gets a synthetic assistant message with the answer; the result names the
+        command in `local_command`."""
+        if self.emit is not None:
+            usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                     "cache_read_input_tokens": 0}
+            self.emit({"type": "assistant", "message": {
+                "id": new_uuid(), "model": "<synthetic>", "role": "assistant", "type": "message",
+                "stop_reason": "end_turn", "stop_sequence": None, "usage": usage,
+                "content": [{"type": "text", "text": answer}]}, **self._base(),
+                "local_command_run": {"command": command, "args": args}})
+        result = self._result("completed", Terminal("completed", 0), answer, None, self.engine.usage.as_dict(),
+                              time.monotonic(), 0)
+        result["stop_reason"] = None
+        result["local_command"] = command.replace("-", "_")
+        return result
 
     def _result(self, reason: str, terminal: Terminal, text: str, stop: Any, usage_before: dict[str, int],
                 started: float, turns: int) -> dict[str, Any]:
@@ -743,6 +762,9 @@ class ControlSession:
         from agent.slash.custom import CommandError, command_model, custom_command_input
 
         assert self.run is not None
+        if is_output_style(text):  # a local command: answered without the model
+            args = text.strip()[len("/output-style"):].strip()
+            return self.run.local_command("output-style", args, output_style_answer(self.engine, self.inv, args))
         try:
             text, full, blocks, model = await custom_command_input(self.engine, self.inv, text, inject)
         except CommandError as exc:

@@ -12,21 +12,25 @@ from services.rule_store import RuleStoreError, set_setting
 from services.settings import user_files
 
 USAGE = "Usage: /output-style <style>"
-DEFAULT_DESCRIPTION = "Claude completes coding tasks efficiently and provides concise responses"
 
 
 def _styles(cwd: Path, home: Path) -> dict[str, OutputStyle]:
     return discover_styles(cwd, user_files(home)[0].parent)
 
 
+def style_order(styles: dict[str, OutputStyle]) -> list[str]:
+    """default, then the built-ins in Claude Code's order, then the files' styles (as discovered)."""
+    return [DEFAULT, *(n for n in styles if n != DEFAULT)]
+
+
 def listing(styles: dict[str, OutputStyle], current: str) -> str:
-    names = [DEFAULT, *sorted(n for n in styles if n != DEFAULT)]
-    lines = [f"Output style: {current}", "Available styles:"]
-    for name in names:
-        desc = styles[name].description if name in styles else DEFAULT_DESCRIPTION
+    """Claude Code 2.1.332's listing (recorded): default has no description here."""
+    lines = []
+    for name in style_order(styles):
+        desc = styles[name].description if name in styles else ""
         mark = " (current)" if name == current else ""
         lines.append(f"- {name}{mark}: {desc}" if desc else f"- {name}{mark}")
-    return "\n".join([*lines, USAGE])
+    return f"Output style: {current}\n\nAvailable styles:\n" + "\n".join(lines) + f"\n\n{USAGE}"
 
 
 def switch(cwd: Path, home: Path, builder: Any, arg: str) -> str:
@@ -34,7 +38,7 @@ def switch(cwd: Path, home: Path, builder: Any, arg: str) -> str:
     styles = _styles(cwd, home)
     current = builder.style.name if builder.style is not None else DEFAULT
     wanted = arg.strip()
-    names = [DEFAULT, *sorted(n for n in styles if n != DEFAULT)]
+    names = style_order(styles)
     match = next((n for n in names if n.lower() == wanted.lower()), None) if wanted else None
     if match is None:
         if wanted:
@@ -48,3 +52,14 @@ def switch(cwd: Path, home: Path, builder: Any, arg: str) -> str:
         return f"Couldn't save output style: {exc}"
     builder.style = styles.get(match) if match != DEFAULT else None
     return f"Output style set to {match}"
+
+
+def is_output_style(text: str) -> bool:
+    return text.strip() == "/output-style" or text.strip().startswith("/output-style ")
+
+
+def output_style_answer(engine: Any, inv: Any, args: str) -> str:
+    """`/output-style [style]` as a prompt of `-p` or of an SDK session (Claude Code runs it there too)."""
+    from services.config import agent_home
+
+    return switch(inv.app.cwd, agent_home(), engine.prompt_builder, args)
