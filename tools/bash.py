@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from services.credentials import child_env
+from services.hooks.session_env import env_script
 from tools.base import Tool, ToolContext, ToolError, ToolOutput
 from tools.proctree import TOKEN_VAR, kill_tree, new_token
 from tools.sandbox import Sandbox, Wrapped
@@ -25,10 +26,14 @@ NO_OUTPUT = "(Bash completed with no output)"
 # The user's command runs through eval inside one shell so that a `cd` is seen by the EXIT trap,
 # which writes the final directory to a file; positional parameters are cleared first.
 _WRAPPER = (
-    '__agent_cwd_file=$1; __agent_cmd=$2; shift 2; '
+    '__agent_cwd_file=$1; __agent_cmd=$2; __agent_env=$3; shift 3; '
     "trap 'pwd -P >\"$__agent_cwd_file\" 2>/dev/null' EXIT; "
+    'if [ -n "$__agent_env" ]; then eval "$__agent_env"; fi; unset __agent_env; '
     'eval "$__agent_cmd"'
 )
+# A background command runs the hooks' environment script (CLAUDE_ENV_FILE) first too.
+_BACKGROUND = 'eval "$1"; shift; eval "$1"'
+
 
 DESCRIPTION = f"""Executes a bash command (`bash -c`) and returns its output (stdout and stderr interleaved) and exit code.
 
@@ -175,7 +180,9 @@ class BashTool(Tool):
         if input.get("run_in_background"):
             from tools.background_tasks import start_background
 
-            launch = sandboxed_argv(self.sandbox, ["bash", "-c", command], cwd, env, command, input)
+            script = env_script(ctx.session_dir)
+            argv = ["bash", "-c", _BACKGROUND, "bash", script, command] if script else ["bash", "-c", command]
+            launch = sandboxed_argv(self.sandbox, argv, cwd, env, command, input)
             return await start_background(command, ctx, env, launch)
         in_session = self._reuses_sandbox(command, input)
         # In the session's sandbox the cwd file lives in its TMPDIR, which the sandbox sees at the same path.
@@ -185,7 +192,7 @@ class BashTool(Tool):
         started = time.monotonic()
         launch = Wrapped([])
         try:
-            argv = ["bash", "-c", _WRAPPER, "bash", cwd_file, command]
+            argv = ["bash", "-c", _WRAPPER, "bash", cwd_file, command, env_script(ctx.session_dir)]
             spawn = asyncio.ensure_future(self._spawn(argv, cwd, env, token, input, cwd_file, in_session))
             try:
                 proc, launch = await asyncio.shield(spawn)

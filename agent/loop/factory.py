@@ -16,6 +16,7 @@ from agent.loop.engine import EngineConfig, QueryEngine
 from services.compact.options import CompactOptions
 from services.config import Settings, agent_environ, agent_home, env_flag
 from services.hooks import Hooks
+from services.hooks.session_env import env_folder
 from services.instructions.render import nested_limit
 from services.models import context_window
 from services.rule_store import LOCAL_RULES_FILE
@@ -184,7 +185,8 @@ def build_engine(
     for notice in found.prompt.take_notices():
         sys.stderr.write(f"notice: {notice}\n")
     hooks.bind(session_id=lambda: engine.session_id, transcript_path=lambda: str(engine.paths.transcript),
-               permission_mode=lambda: str(engine.gate.mode))
+               permission_mode=lambda: str(engine.gate.mode), env_folder=lambda: env_folder(engine.session_dir),
+               current_dir=lambda: Path(engine.state.cwd))
     engine.gate.permission_hook = lambda name, input: engine.hooks.permission_request(name, input)
     # Spill files: remove the spill directories of sessions older than SPILL_MAX_AGE_DAYS.
     from services.spill_cleanup import cleanup_spill_dirs

@@ -22,6 +22,7 @@ counts as exit code 124. `HOOKS=0` disables every hook.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -36,6 +37,8 @@ from typing import Any
 from services.config import getenv
 from services.credentials import child_env
 from services.hooks import DEFAULT_DENY_REASON, HookDecision, Hooks
+from services.hooks.session_env import ENV_FILE_EVENTS, clear_files, env_file
+from services.private_fs import ensure_private_dir
 from services.trace import trace
 
 EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "UserPromptSubmit",
@@ -75,6 +78,8 @@ class HookEntry:
     matcher: str = "*"
     timeout_ms: int = DEFAULT_HOOK_TIMEOUT_MS
     deny_on_failure: bool = False
+    # Set for one run by CommandHooks.run_event: the project's directory variables, CLAUDE_ENV_FILE.
+    run_env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -246,6 +251,7 @@ async def run_hook_command(entry: HookEntry, payload: dict[str, Any], cwd: Path)
     # Hooks never see the agent's credentials (services/credentials.py).
     env = child_env(extra={"AGENT_PROJECT_DIR": str(cwd)})
     env.setdefault("CLAUDE_PROJECT_DIR", str(cwd))
+    env.update(dict(entry.run_env))
     try:
         proc = await asyncio.create_subprocess_exec(
             "/bin/sh",
@@ -407,6 +413,8 @@ class CommandHooks(Hooks):
         self.extra = list(extra or [])
         self._session_id = session_id
         self._transcript_path = transcript_path
+        self._env_folder: Callable[[], Path] | None = None  # the session's session-env/ (CLAUDE_ENV_FILE)
+        self._current_dir: Callable[[], Path] | None = None  # the session's working directory
         self.report = report or _default_report
         self.executor: Executor = executor or run_hook_command
         self._config: HooksConfig = {}
@@ -420,9 +428,14 @@ class CommandHooks(Hooks):
             self.report(text)
 
     def bind(self, session_id: Callable[[], str], transcript_path: Callable[[], str] | None = None,
-             permission_mode: Callable[[], str] | None = None) -> None:
+             permission_mode: Callable[[], str] | None = None, env_folder: Callable[[], Path] | None = None,
+             current_dir: Callable[[], Path] | None = None) -> None:
         """Late binding to the engine, whose session id changes on /clear and /resume."""
         self._session_id = session_id
+        if env_folder is not None:
+            self._env_folder = env_folder
+        if current_dir is not None:
+            self._current_dir = current_dir
         if transcript_path is not None:
             self._transcript_path = transcript_path
         if permission_mode is not None:
@@ -475,7 +488,7 @@ class CommandHooks(Hooks):
         payload: dict[str, Any] = {
             "hook_event_name": event,
             "session_id": self.session_id,
-            "cwd": str(self.cwd),
+            "cwd": str(self.current_dir()),
         }
         if self._transcript_path is not None:
             payload["transcript_path"] = self._transcript_path()
@@ -489,7 +502,29 @@ class CommandHooks(Hooks):
         """Run the entries concurrently; outcomes in configuration order."""
         if not entries:
             return []
-        return list(await asyncio.gather(*(self.executor(e, payload, self.cwd) for e in entries)))
+        # A hook runs where the session is (a shell's `cd` moves it); the project's variables name the root.
+        here = self.current_dir()
+        project = (("CLAUDE_PROJECT_DIR", str(self.cwd)), ("AGENT_PROJECT_DIR", str(self.cwd)))
+        files = self._env_files(str(payload.get("hook_event_name")), len(entries))
+        entries = [dataclasses.replace(e, run_env=project + ((("CLAUDE_ENV_FILE", files[i]),) if files else ()))
+                   for i, e in enumerate(entries)]
+        return list(await asyncio.gather(*(self.executor(e, payload, here) for e in entries)))
+
+    def current_dir(self) -> Path:
+        return self._current_dir() if self._current_dir is not None else self.cwd
+
+    def _env_files(self, event: str, count: int) -> list[str]:
+        """Each hook's CLAUDE_ENV_FILE for the events that have one (none when the folder cannot be made)."""
+        if self._env_folder is None or event not in ENV_FILE_EVENTS:
+            return []
+        folder = self._env_folder()
+        try:
+            ensure_private_dir(folder)
+        except OSError as exc:  # no file to offer: the hooks still run
+            trace("hooks.env_folder", error=type(exc).__name__)
+            return []
+        clear_files(folder, event)
+        return [str(env_file(folder, event, i)) for i in range(count)]
 
     def _failed(self, label: str, outcome: HookOutcome) -> None:
         detail = _clip(outcome.stderr) or _clip(outcome.stdout)
