@@ -65,3 +65,58 @@ def test_the_model_writing_the_env_folder_is_asked_about(cli, fake_anthropic) ->
     (result,) = [b for m in fake_anthropic.requests[-1].messages[-2:] if isinstance(m["content"], list)
                  for b in m["content"] if b.get("tool_use_id") == "w"]
     assert result["is_error"] and target.read_text() == "export OK=1\n"
+
+
+FILE_CHANGED = json.loads((Path(__file__).parent / "fixtures/claude_code/file_changed.json").read_text())
+
+
+def test_file_changed_hooks_run_as_in_claude_code(cli, fake_anthropic, tmp_path) -> None:
+    """The same script as record_file_changed.py, less its waits (Claude Code's watcher needed them; here a
+    change is seen right after the call that made it): the same results and FileChanged inputs."""
+    from tests.fixtures.claude_code.record_file_changed import SCRIPT as FILE_SCRIPT
+    from tests.fixtures.claude_code.record_file_changed import inputs
+    from tests.fixtures.claude_code.record_file_changed import layout as envrc_layout
+
+    assert FILE_CHANGED["version"] == "2.1.332" and FILE_CHANGED["script"] == FILE_SCRIPT
+    proj, log = Path(cli.cwd), tmp_path / "hooks.jsonl"
+    envrc_layout(proj, log)
+    trust(proj, cli.agent_home)
+    for i, command in enumerate(FILE_SCRIPT):
+        fake_anthropic.reply(tool_block("Bash", {"command": command.replace(" && sleep 2", ""), "description": "s"},
+                                        id=f"toolu_{i}"))
+    fake_anthropic.text("done")
+    r = cli("-p", "Go.", "--dangerously-skip-permissions")
+    assert r.code == 0, r.stderr
+    assert results([req.body for req in fake_anthropic.requests]) == FILE_CHANGED["results"]
+    assert inputs(log, proj) == FILE_CHANGED["inputs"]
+
+
+def test_watch_paths_from_a_session_start_hook_and_the_watch_itself(cli, fake_anthropic, tmp_path) -> None:
+    from services.hooks.file_watch import FileWatch, watch_paths_from, watched_paths
+
+    outside = tmp_path / "shared.env"
+    outside.write_text("a")
+    proj = Path(cli.cwd)
+    (proj / ".claude").mkdir()
+    log = tmp_path / "changed.jsonl"
+    start = {"hookSpecificOutput": {"hookEventName": "SessionStart", "watchPaths": [str(outside), "relative/no"]}}
+    (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {
+        "SessionStart": [{"hooks": [{"type": "command", "command": f"echo '{json.dumps(start)}'"}]}],
+        "FileChanged": [{"matcher": "shared.env", "hooks": [{"type": "command",
+                                                            "command": f"cat >> {log}; echo >> {log}"}]}]}}))
+    trust(proj, cli.agent_home)
+    fake_anthropic.reply(tool_block("Bash", {"command": f"echo b > {outside}", "description": "s"}, id="t"))
+    fake_anthropic.text("done")
+    assert cli("-p", "Go.", "--dangerously-skip-permissions").code == 0
+    (sent,) = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    assert sent["file_path"] == str(outside) and sent["event"] == "change" and sent["cwd"] == str(proj)
+    # The pieces: matchers split on |, relative to the directory; only absolute watchPaths; the first look only notes.
+    assert watched_paths([".envrc|.env", "*", ""], ["/abs/x"], Path("/p")) == [
+        Path("/p/.envrc"), Path("/p/.env"), Path("/abs/x")]
+    assert watch_paths_from({"hookSpecificOutput": {"watchPaths": ["/a", "b", 3, "/c\0d"]}}) == ["/a"]
+    watch, f = FileWatch(), tmp_path / "f"
+    assert watch.changes([f]) == []
+    f.write_text("x")
+    assert watch.changes([f]) == [(str(f), "add")] and watch.changes([f]) == []
+    f.unlink()
+    assert watch.changes([f]) == [(str(f), "unlink")]

@@ -253,6 +253,7 @@ class ToolRunner:
             output = ToolOutput(str(exc), is_error=True)
         if str(self.ctx.session.cwd) != cwd_before:  # the next call runs there
             await self.hooks.observe("CwdChanged", "", {"old_cwd": cwd_before, "new_cwd": str(self.ctx.session.cwd)})
+        await self.hooks.poll_files()  # a watched file the call changed: its FileChanged hooks run now
         if not isinstance(output, ToolOutput):
             output = ToolOutput(json.dumps(output, ensure_ascii=False, default=str))
         if checkpoints is not None:  # what the agent left in the files (a shell may change any)

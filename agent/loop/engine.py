@@ -338,6 +338,7 @@ class QueryEngine:
         hook_context = self._pending_hook_messages
         try:
             blocked = await self._prompt_hooks(text, hook_context)
+            await self.hooks.poll_files()  # files watched for FileChanged hooks, changed between turns
         except BaseException:
             self._running = False
             raise

@@ -52,6 +52,10 @@ class Hooks:
         of `delta`, or None for the original. Display-only: the stored message is untouched."""
         return None
 
+    async def poll_files(self) -> None:
+        """Runs the FileChanged hooks for the watched files that changed since the last look."""
+        return None
+
     async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
         """An event whose hooks only look (InstructionsLoaded, CwdChanged, DirectoryAdded): `target` is what
         the matcher is tested against ("" for none)."""
@@ -160,6 +164,9 @@ class ForwardingHooks(Hooks):
 
     async def message_display(self, fields: dict[str, Any]) -> str | None:
         return await self.inner.message_display(fields)
+
+    async def poll_files(self) -> None:
+        await self.inner.poll_files()
 
     async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
         await self.inner.observe(event, target, fields)

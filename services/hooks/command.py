@@ -37,6 +37,7 @@ from typing import Any
 from services.config import getenv
 from services.credentials import child_env
 from services.hooks import DEFAULT_DENY_REASON, HookDecision, Hooks
+from services.hooks.file_watch import FileWatch, watch_paths_from, watched_paths
 from services.hooks.session_env import ENV_FILE_EVENTS, clear_files, env_file
 from services.private_fs import ensure_private_dir
 from services.trace import trace
@@ -45,14 +46,15 @@ EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentSt
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
           "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay", "InstructionsLoaded",
           "CwdChanged", "DirectoryAdded", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand",
-          "Elicitation", "ElicitationResult")
+          "Elicitation", "ElicitationResult", "FileChanged")
 # Events that only look: their hooks are told, their output informs nobody (Hooks.observe).
 OBSERVED_EVENTS = frozenset(("InstructionsLoaded", "CwdChanged", "DirectoryAdded"))
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PreSkillShellCommand")
 # Events whose matcher applies to something (the tool name, the trigger, the source, the reason).
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
                   "SubagentStart", "StopFailure", "InstructionsLoaded", "DirectoryAdded",
-                  "PreModelSwitch", "PostModelSwitch", "Elicitation", "ElicitationResult")
+                  "PreModelSwitch", "PostModelSwitch", "Elicitation", "ElicitationResult",
+                  "FileChanged")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -415,6 +417,7 @@ class CommandHooks(Hooks):
         self._transcript_path = transcript_path
         self._env_folder: Callable[[], Path] | None = None  # the session's session-env/ (CLAUDE_ENV_FILE)
         self._current_dir: Callable[[], Path] | None = None  # the session's working directory
+        self.file_watch = FileWatch()  # what FileChanged hooks watch (services/hooks/file_watch.py)
         self.report = report or _default_report
         self.executor: Executor = executor or run_hook_command
         self._config: HooksConfig = {}
@@ -484,7 +487,7 @@ class CommandHooks(Hooks):
         sid = self._session_id
         return sid() if callable(sid) else sid
 
-    def _payload(self, event: str, **fields: Any) -> dict[str, Any]:
+    def _payload(self, event: str, /, **fields: Any) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "hook_event_name": event,
             "session_id": self.session_id,
@@ -628,16 +631,18 @@ class CommandHooks(Hooks):
             self.report(f"[{event} hook] {_clip(_str(obj.get('systemMessage')))}")
         return obj
 
-    async def _notify(self, event: str, target: str, **fields: Any) -> None:
+    async def _notify(self, event: str, target: str, /, **fields: Any) -> None:
         """An event whose output only informs (SessionEnd, PreCompact, PostCompact): failures are reported."""
         entries = self.entries(event, target)
         if not entries:
             return
         outcomes = await self.run_event(entries, self._payload(event, **fields))
         for out in outcomes:
-            self._control(event, out)
+            obj = self._control(event, out)
             if out.exit_code != 0:
                 self._failed(event, out)
+            elif event in ("CwdChanged", "FileChanged"):
+                self.file_watch.add(watch_paths_from(obj))
         trace("hooks.notify", event=event, count=len(outcomes), exit=",".join(str(o.exit_code) for o in outcomes))
 
     async def pre_compact(self, trigger: str, custom_instructions: str | None) -> None:
@@ -738,6 +743,16 @@ class CommandHooks(Hooks):
         if event in OBSERVED_EVENTS:
             await self._notify(event, target, **fields)
 
+    async def poll_files(self) -> None:
+        if hooks_disabled():
+            return
+        matchers = [e.matcher for e in self.config().get("FileChanged", [])]
+        if not matchers and not self.file_watch.extra:
+            return
+        paths = watched_paths(matchers, self.file_watch.extra, self.current_dir())
+        for path, change in self.file_watch.changes(paths):
+            await self._notify("FileChanged", Path(path).name, file_path=path, event=change)
+
     async def message_display(self, fields: dict[str, Any]) -> str | None:
         """Each hook may replace the shown text (`hookSpecificOutput.displayContent`); the last one that does
         wins, as in Claude Code. A failing hook leaves the original."""
@@ -819,6 +834,8 @@ class CommandHooks(Hooks):
         context: list[str] = []
         for out in outcomes:
             obj = self._control(event, out)
+            if event == "SessionStart" and out.exit_code == 0:
+                self.file_watch.add(watch_paths_from(obj))
             reason: str | None = None
             if obj.get("continue") is False:
                 reason = _str(obj.get("stopReason")) or f"stopped by {event} hook"

@@ -28,11 +28,10 @@ def env_file(folder: Path, event: str, index: int) -> Path:
 
 def clear_files(folder: Path, event: str) -> None:
     """Before the event's hooks write again: a session (re)starting sets its environment afresh (a resumed
-    session does not pile up copies), and a new directory drops what the CwdChanged and FileChanged hooks
-    set for the old one."""
-    prefixes = ("sessionstart-hook-",) if event == "SessionStart" else ("cwdchanged-hook-", "filechanged-hook-")
-    if event not in ("SessionStart", "CwdChanged"):
-        return
+    session does not pile up copies), a file's change replaces what its hooks said before, and a new
+    directory drops what the CwdChanged and FileChanged hooks set for the old one."""
+    prefixes = {"SessionStart": ("sessionstart-hook-",), "CwdChanged": ("cwdchanged-hook-", "filechanged-hook-"),
+                "FileChanged": ("filechanged-hook-",)}[event]
     with contextlib.suppress(OSError):
         for path in folder.iterdir():
             if path.name.startswith(prefixes) and path.suffix == ".sh":
