@@ -42,6 +42,7 @@ from services.events import (
     UserMessageEvent,
 )
 from services.hooks import ForwardingHooks, HookDecision, Hooks
+from services.hooks.command import merge_pre, pre_tool_decision
 from services.messages import Block, Message, message_text, to_api, user_message
 from services.model_types import CallModel, ModelError, ModelRequest, TextDelta, ThinkingDelta
 from services.models import resolve_model
@@ -497,15 +498,16 @@ class SdkHooks(ForwardingHooks):
         return decision
 
     async def pre_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str) -> HookDecision | None:
+        """The project's hooks, then the SDK's callbacks, folded as Claude Code folds them (before the gate:
+        deny, allow, ask, updatedInput, additionalContext)."""
         decision = await self.inner.pre_tool_use(name, input, tool_use_id)
         if decision is not None and decision.action == "deny":
             return decision
         for answer in await self._call("PreToolUse", name, {"tool_name": name, "tool_input": input,
                                                             "tool_use_id": tool_use_id}, tool_use_id):
-            specific = answer.get("hookSpecificOutput") or {}
-            if answer.get("decision") == "block" or specific.get("permissionDecision") == "deny":
-                reason = specific.get("permissionDecisionReason") or answer.get("reason") or ""
-                return HookDecision("deny", str(reason))
+            decision = merge_pre(decision, pre_tool_decision([answer]) if isinstance(answer, dict) else None)
+            if decision is not None and decision.action == "deny":
+                return decision
         return decision
 
     async def post_tool_use(self, name: str, input: dict[str, Any], tool_use_id: str, result: Any,

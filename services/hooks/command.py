@@ -382,6 +382,33 @@ def _switch_target(fields: dict[str, Any]) -> str:
     return target if target.strip() else str(fields.get("to_model") or "")
 
 
+def pre_tool_decision(objs: list[dict[str, Any]]) -> HookDecision | None:
+    """A PreToolUse answer in Claude Code's control output (hook JSON, or an SDK hook callback's answer):
+    a denial, or allow/ask with `updatedInput` and `additionalContext`; None when it says nothing."""
+    reason = next((r for r in map(_pre_deny, objs) if r is not None), None)
+    if reason is not None:
+        return HookDecision("deny", reason)
+    permission, why, updated = _pre_permission(objs)
+    context = "\n".join(c for c in map(_additional_context, objs) if c)
+    if permission or updated is not None or context:
+        return HookDecision("allow", why, additional_context=context, permission=permission, updated_input=updated)
+    return None
+
+
+def merge_pre(first: HookDecision | None, second: HookDecision | None) -> HookDecision | None:
+    """Two PreToolUse answers as one: a denial wins, then "ask" over "allow"; the later input replacement
+    wins; the contexts are joined."""
+    if first is None or second is None:
+        return first or second
+    if first.action == "deny" or second.action == "deny":
+        return first if first.action == "deny" else second
+    asker = first if first.permission == "ask" else second if second.permission == "ask" else None
+    chosen = asker or (second if second.permission else first)
+    context = "\n".join(c for c in (first.additional_context, second.additional_context) if c)
+    return HookDecision("allow", chosen.reason, additional_context=context, permission=chosen.permission,
+                        updated_input=second.updated_input if second.updated_input is not None else first.updated_input)
+
+
 def _str(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 

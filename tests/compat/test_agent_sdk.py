@@ -214,3 +214,45 @@ async def test_an_sdk_hosted_mcp_server_is_called_through_the_control_protocol(o
     sent = fake_anthropic.requests[1].messages[-1]["content"][0]
     assert sent["tool_use_id"] == "toolu_sdkmcp" and not sent.get("is_error")
     assert "sum=5" in json.dumps(sent["content"])
+
+
+async def test_pre_tool_use_callbacks_allow_ask_rewrite_and_deny_before_the_gate(options, fake_anthropic,
+                                                                               workdir: Path) -> None:
+    """The SDK's PreToolUse callbacks fold as Claude Code folds them, before the permission check: "allow"
+    runs a command no rule allows, "ask" goes to can_use_tool even where a rule allows, `updatedInput` is what
+    runs (and is judged), "deny" gives the model Claude Code's words."""
+    asked: list[str] = []
+
+    async def can_use_tool(name: str, input: dict[str, Any], ctx: Any) -> Any:
+        asked.append(input.get("command", ""))
+        return PermissionResultDeny(message="not now")
+
+    async def pre_tool(input: dict[str, Any], tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+        command = input["tool_input"]["command"]
+        specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
+        if "allowed-by-hook" in command:
+            specific["permissionDecision"] = "allow"
+        elif "ask-me" in command:
+            specific["permissionDecision"] = "ask"
+        elif "rewrite-me" in command:
+            specific.update(permissionDecision="allow", updatedInput={"command": "echo rewritten",
+                                                                      "description": "x"})
+        else:
+            specific.update(permissionDecision="deny", permissionDecisionReason="not this one")
+        return {"hookSpecificOutput": specific}
+
+    for i, command in enumerate(["touch allowed-by-hook", "echo ask-me", "echo rewrite-me", "echo other"]):
+        fake_anthropic.reply(tool_block("Bash", {"command": command, "description": "x"}, id=f"b{i}"))
+    fake_anthropic.text("done")
+    opts = options(allowed_tools=["Bash(echo:*)"], can_use_tool=can_use_tool,
+                   hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[pre_tool])]})
+    async with ClaudeSDKClient(options=opts) as client:
+        await client.query("go")
+        async for _ in client.receive_response():
+            pass
+    results = {b["tool_use_id"]: b for r in fake_anthropic.requests for m in r.messages
+               if isinstance(m["content"], list) for b in m["content"] if b.get("type") == "tool_result"}
+    assert not results["b0"].get("is_error") and (workdir / "allowed-by-hook").exists()
+    assert results["b1"]["is_error"] and asked == ["echo ask-me"]
+    assert not results["b2"].get("is_error") and "rewritten" in json.dumps(results["b2"]["content"])
+    assert results["b3"]["is_error"] and results["b3"]["content"] == "PreToolUse:Bash hook error: not this one"
