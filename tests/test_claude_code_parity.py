@@ -207,7 +207,7 @@ def test_input_schema_matches_claude_code(name: str, observed, request) -> None:
 
 def test_the_fixtures_are_small_and_regenerable() -> None:
     total = sum(p.stat().st_size for p in FIXTURES.iterdir() if p.is_file())
-    assert total < 200_000
+    assert total < 240_000  # about half of it is the recorders, one per behaviour compared side by side
     assert (FIXTURES / "record.py").is_file() and "2.1." in (FIXTURES / "version.txt").read_text()
 
 
