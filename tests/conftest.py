@@ -62,6 +62,9 @@ def fake_env(fake_anthropic: FakeAnthropic, agent_home: Path, monkeypatch: pytes
 def base_env(agent_home: Path, **extra: str | None) -> dict[str, str]:
     """A clean environment for the CLI: no ANTHROPIC_* from the outside, no TRACE, our home."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "API_", "TRACE", "QUERY_"))}
+    # pytest-xdist's workers set COLUMNS/LINES (80x24): a terminal test gets its own pty's size instead.
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
     env["AGENT_HOME"] = str(agent_home)
     env["PYTHONPATH"] = str(ROOT)
     env["NO_COLOR"] = "1"
