@@ -14,20 +14,14 @@ from typing import Any
 import pytest
 
 from services.trust import trust
-from tests.fixtures.claude_code.record_model_switch import CASES, DROPPED, POST
+from tests.fixtures.claude_code.record_model_switch import CASES, DROPPED, write_settings
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures/claude_code/model_switch.json").read_text())
 
 
 def project(cli, pre: dict[str, Any] | None) -> Path:
     proj = Path(cli.cwd)
-    (proj / ".claude").mkdir(exist_ok=True)
-    hooks = {}
-    for event, answer in (("PreModelSwitch", pre), ("PostModelSwitch", POST)):
-        log = proj / f"{event}.jsonl"
-        say = f"; echo '{json.dumps(answer)}'" if answer else ""
-        hooks[event] = [{"hooks": [{"type": "command", "command": f"cat >> {log}; echo >> {log}{say}"}]}]
-    (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    write_settings(proj, proj, pre)
     trust(proj, cli.agent_home)
     return proj
 
