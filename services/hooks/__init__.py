@@ -53,7 +53,8 @@ class Hooks:
         return None
 
     async def poll_files(self) -> None:
-        """Runs the FileChanged hooks for the watched files that changed since the last look."""
+        """Between steps: ConfigChange for a hooks settings file changed since it was read (the change applies
+        only if no hook blocks it), then FileChanged for the watched files that changed since the last look."""
         return None
 
     async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:

@@ -46,7 +46,7 @@ EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentSt
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
           "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay", "InstructionsLoaded",
           "CwdChanged", "DirectoryAdded", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand",
-          "Elicitation", "ElicitationResult", "FileChanged")
+          "Elicitation", "ElicitationResult", "FileChanged", "ConfigChange")
 # Events that only look: their hooks are told, their output informs nobody (Hooks.observe).
 OBSERVED_EVENTS = frozenset(("InstructionsLoaded", "CwdChanged", "DirectoryAdded"))
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PreSkillShellCommand")
@@ -54,7 +54,7 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionReq
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
                   "SubagentStart", "StopFailure", "InstructionsLoaded", "DirectoryAdded",
                   "PreModelSwitch", "PostModelSwitch", "Elicitation", "ElicitationResult",
-                  "FileChanged")
+                  "FileChanged", "ConfigChange")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -219,6 +219,17 @@ def config_sources(cwd: Path, home: Path | None, trusted: bool = True) -> list[t
         sources += [(cwd / ".agents" / "hooks.json", False)]
         sources += [(p, True) for p in [*project_files(cwd), *local_files(cwd)]]
     return sources
+
+
+def settings_source(path: Path, cwd: Path) -> str:
+    """Claude Code's ConfigChange `source` for a hooks file."""
+    from services.settings import local_files, project_files
+
+    if path in local_files(cwd):
+        return "local_settings"
+    if path in project_files(cwd) or path == cwd / ".agents" / "hooks.json":
+        return "project_settings"
+    return "user_settings"
 
 
 def match_hook(matcher: str, tool_name: str) -> bool:
@@ -449,6 +460,8 @@ class CommandHooks(Hooks):
         self.executor: Executor = executor or run_hook_command
         self._config: HooksConfig = {}
         self._config_key: tuple[object, ...] | None = None
+        self._held_key: tuple[object, ...] | None = None  # a change waiting for the ConfigChange hooks
+        self._refused_key: tuple[object, ...] | None = None  # a change they refused
         self.loads = 0  # how many times the files were parsed (tests, /status)
         self._warned: set[str] = set()
 
@@ -483,23 +496,54 @@ class CommandHooks(Hooks):
         return tuple(key)
 
     def config(self) -> HooksConfig:
-        """The merged configuration; files are parsed again only when one of them changed."""
+        """The merged configuration; files are parsed again only when one of them changed. With ConfigChange
+        hooks configured, a change made during the session waits for them (`_decide_config`) and one they
+        refused is never applied."""
         key = self._key()
-        if key != self._config_key:
-            merged: HooksConfig = {}
-            for (path, nested_only), stat in zip(config_sources(self.cwd, self.home, self.trusted), key, strict=True):
-                if stat is None:
-                    continue
-                loaded = load_hooks_file(path, nested_only=nested_only, warn=self._warn_once) or {}
-                for event, entries in loaded.items():
-                    merged.setdefault(event, []).extend(entries)
-            for table in self.extra:
-                for event, entries in parse_hooks_config({"hooks": table}, nested_only=True).items():
-                    merged.setdefault(event, []).extend(entries)
-            self._config, self._config_key = merged, key
-            self.loads += 1
-            trace("hooks.config", events=",".join(f"{k}:{len(v)}" for k, v in merged.items()) or "none")
+        if key != self._config_key and key not in (self._held_key, self._refused_key):
+            if self._config_key is not None and self._config.get("ConfigChange"):
+                self._held_key = key
+            else:
+                self._load(key)
         return self._config
+
+    def _load(self, key: tuple[object, ...]) -> None:
+        merged: HooksConfig = {}
+        for (path, nested_only), stat in zip(config_sources(self.cwd, self.home, self.trusted), key, strict=True):
+            if stat is None:
+                continue
+            loaded = load_hooks_file(path, nested_only=nested_only, warn=self._warn_once) or {}
+            for event, entries in loaded.items():
+                merged.setdefault(event, []).extend(entries)
+        for table in self.extra:
+            for event, entries in parse_hooks_config({"hooks": table}, nested_only=True).items():
+                merged.setdefault(event, []).extend(entries)
+        self._config, self._config_key = merged, key
+        self.loads += 1
+        trace("hooks.config", events=",".join(f"{k}:{len(v)}" for k, v in merged.items()) or "none")
+
+    async def _decide_config(self) -> None:
+        """Claude Code's ConfigChange for each settings file changed since the hooks were read: a hook that
+        blocks (`decision: block`, exit 2) keeps the configuration as it was."""
+        self.config()
+        held, self._held_key = self._held_key, None
+        if held is None or self._config_key is None:
+            return
+        sources = config_sources(self.cwd, self.home, self.trusted)
+        changed = [path for (path, _), old, new in zip(sources, self._config_key, held, strict=False) if old != new]
+        refusal = None
+        for path in changed:
+            source = settings_source(path, self.cwd)
+            entries = [e for e in self._config.get("ConfigChange", []) if match_hook(e.matcher, source)]
+            for out in await self.run_event(entries, self._payload("ConfigChange", source=source, file_path=str(path))):
+                obj = self._control("ConfigChange", out)
+                if obj.get("decision") == "block" or out.exit_code == 2:
+                    refusal = refusal or _str(obj.get("reason")) or _clip(out.stderr) or DEFAULT_DENY_REASON
+        if refusal is not None:
+            self._refused_key = held
+            self.report(f"[ConfigChange hook] the change to the settings was not applied: {refusal}")
+        else:
+            self._load(held)
 
     def entries(self, event: str, tool_name: str | None = None) -> list[HookEntry]:
         if hooks_disabled():
@@ -773,6 +817,7 @@ class CommandHooks(Hooks):
     async def poll_files(self) -> None:
         if hooks_disabled():
             return
+        await self._decide_config()
         matchers = [e.matcher for e in self.config().get("FileChanged", [])]
         if not matchers and not self.file_watch.extra:
             return
