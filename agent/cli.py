@@ -82,6 +82,10 @@ def run(ns: argparse.Namespace) -> int:
             from agent.repl.session import run_repl
 
             return run_repl(inv.app, continue_=inv.continue_, resume=inv.resume, initial_prompt=inv.prompt or None)
+        if inv.init_only:
+            from agent.headless.oneshot import run_init_only
+
+            return run_init_only(inv)
         if inv.resume == PICK_SESSION:
             return fail("--resume without an id picks a session in the REPL; in one-shot runs pass the id",
                         EXIT_USAGE)

@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--disable-slash-commands", action="store_true", help=argparse.SUPPRESS)
     a("--effort", choices=("low", "medium", "high", "xhigh", "max"), help="effort level (models that take one)")
     a("--thinking", choices=("adaptive", "enabled", "disabled"), help=argparse.SUPPRESS)
+    # Claude Code's hidden Setup flags: run the Setup hooks (trigger init or maintenance) first; --init-only
+    # runs Setup and SessionStart, then exits.
+    a("--init", action="store_true", help=argparse.SUPPRESS)
+    a("--init-only", action="store_true", help=argparse.SUPPRESS)
+    a("--maintenance", action="store_true", help=argparse.SUPPRESS)
     # Accepted so that SDK clients and scripts written for Claude Code run; each says it is ignored.
     for flag in IGNORED_VALUE_FLAGS:
         a(flag, dest="ignored_" + flag.strip("-").replace("-", "_"), help=argparse.SUPPRESS)

@@ -44,6 +44,7 @@ class Invocation:
     effort: str | None = None
     thinking: str | None = None
     max_thinking_tokens: int | None = None
+    init_only: bool = False  # --init-only: the Setup and SessionStart hooks, then exit
     # The SDK asks for `session_state_changed` frames with this variable.
     reads_session_state: bool = field(default_factory=lambda: os.environ.get(
         "CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1")
@@ -208,13 +209,14 @@ def apply_flags(flags: Flags) -> Invocation:
 
     ns = flags.ns
     os.chdir(flags.workdir)
-    interactive = not ns.print_mode and sys.stdin.isatty() and sys.stdout.isatty() and ns.input_format == "text"
+    interactive = (not ns.print_mode and not ns.init_only and sys.stdin.isatty() and sys.stdout.isatty()
+                   and ns.input_format == "text")
     boundary = AppOptions(cwd=flags.workdir, settings=Settings(), trusted=_decide_trust(flags.workdir, interactive),
                           extra_settings=flags.extra_settings, setting_sources=_setting_sources(ns))
     settings = _load_settings(boundary)
     _apply_model_flags(settings, ns, boundary.merged)
     text = flags.prompt
-    if not interactive and not text and ns.input_format == "text":
+    if not interactive and not text and ns.input_format == "text" and not ns.init_only:
         text = "" if sys.stdin.isatty() else sys.stdin.read().strip()
         if not text:
             raise UsageError("no prompt: pass it as an argument or on stdin (agent -p < task.txt)")
@@ -295,6 +297,7 @@ def _app_options(flags: Flags, settings: Settings, boundary: AppOptions, interac
             boundary.merged.max_budget_usd if boundary.merged is not None else None),
         permission_mode_set=ns.permission_mode is not None or bool(ns.dangerously_skip_permissions),
         session_id=ns.session_id,
+        setup_trigger="init" if ns.init or ns.init_only else "maintenance" if ns.maintenance else None,
         fork_session=ns.fork_session,
         persist_session=not ns.no_session_persistence,
         fallback_model=ns.fallback_model,
@@ -327,4 +330,5 @@ def _invocation(flags: Flags, app: AppOptions, text: str) -> Invocation:
         effort=ns.effort,
         thinking=ns.thinking,
         max_thinking_tokens=ns.max_thinking_tokens,
+        init_only=bool(ns.init_only),
     )

@@ -46,6 +46,27 @@ async def _run(inv: Any) -> int:
             await mcp.close()
 
 
+def run_init_only(inv: Any) -> int:
+    """`--init-only`: the project's Setup and SessionStart hooks run, then the process exits (no prompt, no
+    request), as in Claude Code."""
+    return asyncio.run(_init_only(inv))
+
+
+async def _init_only(inv: Any) -> int:
+    try:
+        engine, mcp = await open_engine(inv)
+    except ResumeError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_ERROR
+    try:
+        await engine.init_only()
+    finally:
+        engine.close()
+        if mcp is not None:
+            await mcp.close()
+    return EXIT_OK
+
+
 async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     fmt = inv.output_format
     out = JsonOut()

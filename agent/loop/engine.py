@@ -64,6 +64,7 @@ class EngineConfig:
     thinking: ThinkingOptions | None = None
     server_tools: list[str] = field(default_factory=list)
     loop_guard: LoopGuardOptions = field(default_factory=LoopGuardOptions)  # settings' `loopGuard`
+    setup_trigger: str | None = None  # --init / --maintenance: Setup hooks before the first SessionStart
 
 
 # Notices [(kind, text)] to show before a model call; may change the tool list in place (MCP).
@@ -371,6 +372,8 @@ class QueryEngine:
         if self._session_start_source is not None:
             source, self._session_start_source = self._session_start_source, None
             await self._instructions_loaded()
+            if self.config.setup_trigger and source == "startup":
+                await self.hooks.setup(self.config.setup_trigger)
             started = await self.hooks.session_start(source)
             if started is not None and started.additional_context:
                 note = f"SessionStart hook additional context: {started.additional_context}"  # Claude Code's label
@@ -389,6 +392,10 @@ class QueryEngine:
                     "UserPromptExpansion hook additional context: "
                 hook_context.append(user_message(label + decision.additional_context, meta={"hook": event}))
         return None
+
+    async def init_only(self) -> None:
+        """`--init-only`: the start of a session's hooks (Setup, then SessionStart), and nothing else."""
+        await self._prompt_hooks("", [])
 
     async def _instructions_loaded(self) -> None:
         """Claude Code's InstructionsLoaded for each instruction file in the prompt from the start (an

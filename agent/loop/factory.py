@@ -45,6 +45,7 @@ class AppOptions:
     extra_settings: dict[str, Any] | None = None  # --settings
     setting_sources: list[str] | None = None  # --setting-sources (None: all)
     session_id: str | None = None
+    setup_trigger: str | None = None  # --init / --maintenance: the Setup hooks run before SessionStart
     fork_session: bool = False  # -c/-r continue as a new session (the REPL reads it)
     persist_session: bool = True
     fallback_model: str | None = None
@@ -256,6 +257,7 @@ def _engine_config(opts: AppOptions) -> EngineConfig:
         thinking=options_from(settings_files, effort=settings.effort, mode=settings.thinking_mode,
                               budget=settings.max_thinking_tokens),
         server_tools=enabled_server_tools(settings_files),
+        setup_trigger=opts.setup_trigger,
         **({"loop_guard": opts.merged.loop_guard} if opts.merged is not None else {}),
     )
 

@@ -85,6 +85,10 @@ class Hooks:
         """After the model changed: `additional_context` reaches the new model with the next request."""
         return None
 
+    async def setup(self, trigger: str) -> None:
+        """`--init`/`--init-only` ("init") or `--maintenance` ("maintenance"), before SessionStart."""
+        return None
+
     async def session_start(self, source: str) -> HookDecision | None:
         """`source` is "startup", "resume", "clear" or "compact"."""
         return None
@@ -186,6 +190,9 @@ class ForwardingHooks(Hooks):
 
     async def post_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
         return await self.inner.post_model_switch(fields)
+
+    async def setup(self, trigger: str) -> None:
+        await self.inner.setup(trigger)
 
     async def session_start(self, source: str) -> HookDecision | None:
         return await self.inner.session_start(source)

@@ -46,7 +46,7 @@ EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop", "SubagentSt
           "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification", "PostToolBatch", "SubagentStart",
           "StopFailure", "UserPromptExpansion", "PermissionRequest", "MessageDisplay", "InstructionsLoaded",
           "CwdChanged", "DirectoryAdded", "PreModelSwitch", "PostModelSwitch", "PreSkillShellCommand",
-          "Elicitation", "ElicitationResult", "FileChanged", "ConfigChange")
+          "Elicitation", "ElicitationResult", "FileChanged", "ConfigChange", "Setup")
 # Events that only look: their hooks are told, their output informs nobody (Hooks.observe).
 OBSERVED_EVENTS = frozenset(("InstructionsLoaded", "CwdChanged", "DirectoryAdded"))
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PreSkillShellCommand")
@@ -54,7 +54,7 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionReq
 MATCHED_EVENTS = (*TOOL_EVENTS, "SessionStart", "SessionEnd", "PreCompact", "PostCompact", "Notification",
                   "SubagentStart", "StopFailure", "InstructionsLoaded", "DirectoryAdded",
                   "PreModelSwitch", "PostModelSwitch", "Elicitation", "ElicitationResult",
-                  "FileChanged", "ConfigChange")
+                  "FileChanged", "ConfigChange", "Setup")
 # Every event Claude Code 2.1.332 knows (recorded from the binary): a name outside this list in a settings file
 # is a typo worth one warning; a known one this agent does not run yet is accepted quietly.
 CLAUDE_CODE_EVENTS = frozenset((
@@ -724,6 +724,10 @@ class CommandHooks(Hooks):
 
     async def session_end(self, reason: str) -> None:
         await self._notify("SessionEnd", reason, reason=reason)
+
+    async def setup(self, trigger: str) -> None:
+        # Its additionalContext is not sent in a -p run by 2.1.332 (recorded in setup.json): only run it.
+        await self._notify("Setup", trigger, trigger=trigger)
 
     async def _context_only(self, event: str, target: str | None, **fields: Any) -> HookDecision | None:
         """An event whose output may only add context for the model (PostToolBatch, SubagentStart)."""
