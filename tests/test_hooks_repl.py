@@ -61,9 +61,7 @@ def test_an_elicitation_hook_answers_for_the_user(cli, fake_anthropic, tmp_path)
         if re.search(r"asks \(stdio, [a-z-]+\): connected", child.screen.text()):
             break
         time.sleep(1)
-    child.send("ask my name\r")
-    child.expect_exact("Greeted.")
-    child.expect_exact(PROMPT_READY)
+    run_line(child, "ask my name", "Greeted.")
     screen = child.screen.text()
     child.send("\x04")
     assert finish(child) == 0

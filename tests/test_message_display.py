@@ -121,7 +121,7 @@ async def test_a_retried_attempt_is_not_shown_and_no_hook_means_no_change() -> N
 
 
 pexpect = pytest.importorskip("pexpect")
-from tests.test_repl_pty import PROMPT_READY, finish, spawn  # noqa: E402
+from tests.test_repl_pty import finish, run_line, spawn  # noqa: E402
 
 REWRITE = """import json, sys
 d = json.load(sys.stdin)
@@ -141,9 +141,7 @@ def test_the_repl_shows_the_rewritten_lines(cli: CliRunner, fake_anthropic: Fake
         {"type": "command", "command": f"{sys.executable} {proj / 'display_hook.py'} {log}"}]}]}}))
     fake_anthropic.text("first line here\nsecond line here", fragment=4)
     child = spawn(cli)
-    child.send("hi\r")
-    child.expect_exact("SECOND LINE HERE")
-    child.expect_exact(PROMPT_READY)
+    run_line(child, "hi", "SECOND LINE HERE")
     screen = child.screen.text()
     child.send("\x04")
     assert finish(child) == 0

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from services.mcp.content import Expanded
 
 
-async def _run(inv: Any) -> int:
+async def _run(inv: Any, body: Any = None) -> int:
+    """Open the session and run `body(inv, engine, mcp)` (the one-shot run by default) in it."""
     try:
         engine, mcp = await open_engine(inv)
     except ResumeError as exc:
@@ -36,7 +37,7 @@ async def _run(inv: Any) -> int:
     for warning in privacy_warnings(inv.app.cwd):
         sys.stderr.write(f"warning: {warning}\n")
     try:
-        return await _run_engine(inv, engine, mcp)
+        return await (body or _run_engine)(inv, engine, mcp)
     finally:
         if mcp is not None:
             # MCP servers start in the background: what they reported after the task ended.
@@ -49,21 +50,14 @@ async def _run(inv: Any) -> int:
 def run_init_only(inv: Any) -> int:
     """`--init-only`: the project's Setup and SessionStart hooks run, then the process exits (no prompt, no
     request), as in Claude Code."""
-    return asyncio.run(_init_only(inv))
+    return asyncio.run(_run(inv, _init_only))
 
 
-async def _init_only(inv: Any) -> int:
-    try:
-        engine, mcp = await open_engine(inv)
-    except ResumeError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return EXIT_ERROR
+async def _init_only(inv: Any, engine: Any, mcp: Any) -> int:
     try:
         await engine.init_only()
     finally:
         engine.close()
-        if mcp is not None:
-            await mcp.close()
     return EXIT_OK
 
 
