@@ -46,10 +46,5 @@ def instruction_reminders(ctx: ToolContext, use: Mapping[str, Any], block: Mappi
     for f in files:
         trace("instructions.nested", path=str(f.path), kind=f.kind, chars=len(f.content))
         out.reminders.append(user_message(nested_reminder(f, tracker.nested_limit), meta={"instructions": str(f.path)}))
-        reason = "nested_traversal" if f.globs is None else "path_glob_match"
-        fields: dict[str, Any] = {"file_path": str(f.path), "memory_type": f.kind, "load_reason": reason}
-        if f.globs is not None:
-            fields["globs"] = list(f.globs)
-        fields["trigger_file_path"] = str(trigger)
-        out.loaded.append((reason, fields))
+        out.loaded.append(f.hook_input(trigger))
     return out

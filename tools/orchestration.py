@@ -36,7 +36,7 @@ from tools.base import Tool, ToolContext, ToolError, ToolOutput, tool_use_error
 from tools.checkpoints import BASH_TOOL, checkpoint_store
 from tools.diff_preview import diff_lines
 from tools.instruction_context import instruction_reminders
-from tools.permissions import PermissionGate
+from tools.permissions import ANSWERED_BY_USER, PermissionGate
 from tools.validation import validate_input
 
 PREVIEW_LINES = 8  # of a result, carried on ToolEndEvent for front ends that show output
@@ -46,10 +46,6 @@ MAX_PARALLEL_TOOLS = 10
 # Bounded work: an input nested deeper or larger than this is refused with an is_error result
 # before anything walks it (validation, hooks, the renderers' JSON). 16 MiB is far beyond any real call.
 MAX_INPUT_BYTES = 16 * 1024 * 1024
-
-# Tools whose permission question is where the user answers them (a hook "allow" does not skip it).
-ANSWERED_BY_USER = frozenset(("AskUserQuestion", "ExitPlanMode"))
-
 
 def input_limit_error(name: str, value: Any) -> str | None:
     """Why `value` is too deep or too large for a tool input, or None; counted without recursion."""

@@ -100,6 +100,10 @@ class Verdict:
 AskHook = Callable[[PermissionRequest], Awaitable[Answer | PermissionResult]]
 
 
+# Tools whose permission question is where the user answers them: no hook answers it for the user.
+ANSWERED_BY_USER = frozenset(("AskUserQuestion", "ExitPlanMode"))
+
+
 def headless_denial(tool: Tool, input: dict[str, Any], ctx: ToolContext) -> str:
     """Claude Code's wording when nobody can be asked (`-p`): the permission was not granted."""
     target = None
@@ -635,7 +639,7 @@ class PermissionGate:
     async def _permission_hook(self, tool: Tool, input: dict[str, Any]) -> Verdict | None:
         """A PermissionRequest hook's answer to the question about to be asked (never for the tools whose
         question is the user's own answer)."""
-        if self.permission_hook is None or tool.name in ("AskUserQuestion", "ExitPlanMode"):
+        if self.permission_hook is None or tool.name in ANSWERED_BY_USER:
             return None
         decision = await self.permission_hook(tool.name, input)
         if decision is None or decision.action not in ("allow", "deny"):

@@ -19,7 +19,7 @@ from agent.exit_codes import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXI
 from agent.headless.run import HeadlessRun, JsonOut, _install_signals, open_engine
 from agent.loop.factory import ResumeError
 from agent.slash.custom import CommandError, command_model, custom_command_input
-from agent.slash.output_style import is_output_style, output_style_answer
+from agent.slash.output_style import output_style_answer, output_style_args
 from services.session import privacy_warnings
 
 if TYPE_CHECKING:
@@ -76,8 +76,9 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
             return EXIT_ERROR
     for notice in engine.notices_at_start:
         sys.stderr.write(f"notice: {notice}\n")
-    if is_output_style(text):  # a local command: answered without the model
-        return _output_style(inv, engine, run, out, text)
+    style_args = output_style_args(text)
+    if style_args is not None:  # a local command: answered without the model
+        return _output_style(inv, engine, run, out, style_args)
     try:
         text, inject, blocks, model = await custom_command_input(engine, inv, text, inject)
     except CommandError as exc:
@@ -112,10 +113,9 @@ async def _run_engine(inv: Any, engine: Any, mcp: Any) -> int:
     return EXIT_OK if not result["is_error"] else EXIT_ERROR
 
 
-def _output_style(inv: Any, engine: Any, run: HeadlessRun, out: JsonOut, text: str) -> int:
+def _output_style(inv: Any, engine: Any, run: HeadlessRun, out: JsonOut, args: str) -> int:
     if inv.output_format == "stream-json":
         out(run.init_event())
-    args = text.strip()[len("/output-style"):].strip()
     result = run.local_command("output-style", args, output_style_answer(engine, inv, args))
     engine.close()
     if inv.output_format == "text":

@@ -28,7 +28,7 @@ from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from agent.message_display import MessageDisplay
 from agent.output_style import style_name, style_names
-from agent.slash.output_style import is_output_style, output_style_answer
+from agent.slash.output_style import output_style_answer, output_style_args
 from services.budget import Budget
 from services.config import agent_environ
 from services.events import (
@@ -764,9 +764,10 @@ class ControlSession:
         from agent.slash.custom import CommandError, command_model, custom_command_input
 
         assert self.run is not None
-        if is_output_style(text):  # a local command: answered without the model
-            args = text.strip()[len("/output-style"):].strip()
-            return self.run.local_command("output-style", args, output_style_answer(self.engine, self.inv, args))
+        style_args = output_style_args(text)
+        if style_args is not None:  # a local command: answered without the model
+            return self.run.local_command("output-style", style_args,
+                                          output_style_answer(self.engine, self.inv, style_args))
         try:
             text, full, blocks, model = await custom_command_input(self.engine, self.inv, text, inject)
         except CommandError as exc:

@@ -402,11 +402,7 @@ class QueryEngine:
         imported one names its importer); files met later are told by the tools' orchestration."""
         loaded = getattr(self.prompt_builder, "loaded", None)
         for f in loaded.files if loaded is not None else []:
-            reason = "include" if f.parent is not None else "session_start"
-            fields = {"file_path": str(f.path), "memory_type": f.kind, "load_reason": reason}
-            if f.parent is not None:
-                fields["parent_file_path"] = str(f.parent)
-            await self.hooks.observe("InstructionsLoaded", reason, fields)
+            await self.hooks.observe("InstructionsLoaded", *f.hook_input())
 
     def _query_params(self) -> QueryParams:
         return QueryParams(

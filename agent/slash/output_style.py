@@ -54,8 +54,12 @@ def switch(cwd: Path, home: Path, builder: Any, arg: str) -> str:
     return f"Output style set to {match}"
 
 
-def is_output_style(text: str) -> bool:
-    return text.strip() == "/output-style" or text.strip().startswith("/output-style ")
+def output_style_args(text: str) -> str | None:
+    """The arguments when a prompt is `/output-style [style]`, else None."""
+    text = text.strip()
+    if text != "/output-style" and not text.startswith("/output-style "):
+        return None
+    return text[len("/output-style"):].strip()
 
 
 def output_style_answer(engine: Any, inv: Any, args: str) -> str:

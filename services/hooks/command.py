@@ -455,6 +455,7 @@ class CommandHooks(Hooks):
         self._transcript_path = transcript_path
         self._env_folder: Callable[[], Path] | None = None  # the session's session-env/ (CLAUDE_ENV_FILE)
         self._current_dir: Callable[[], Path] | None = None  # the session's working directory
+        self._permission_mode: Callable[[], str] | None = None
         self.file_watch = FileWatch()  # what FileChanged hooks watch (services/hooks/file_watch.py)
         self.report = report or _default_report
         self.executor: Executor = executor or run_hook_command
@@ -566,9 +567,8 @@ class CommandHooks(Hooks):
         }
         if self._transcript_path is not None:
             payload["transcript_path"] = self._transcript_path()
-        mode = getattr(self, "_permission_mode", None)
-        if mode is not None and event in MODE_EVENTS:
-            payload["permission_mode"] = mode()
+        if self._permission_mode is not None and event in MODE_EVENTS:
+            payload["permission_mode"] = self._permission_mode()
         payload.update(fields)
         return payload
 
@@ -612,46 +612,36 @@ class CommandHooks(Hooks):
         return await self._pre_decision("PreSkillShellCommand", str(fields.get("tool_name") or "Bash"), **fields)
 
     async def _pre_decision(self, event: str, name: str, **fields: Any) -> HookDecision | None:
-        """PreToolUse's contract (PreSkillShellCommand shares it): deny (JSON or exit 2), or allow/ask,
-        updatedInput and additionalContext; None when no hook had anything to say."""
+        """PreToolUse's contract (PreSkillShellCommand and PreModelSwitch share it): deny (JSON or exit 2), or
+        allow/ask, updatedInput and additionalContext, the hooks' answers folded by `merge_pre`; None when no
+        hook had anything to say."""
         entries = self.entries(event, name)
         if not entries:
             return None
         outcomes = await self.run_event(entries, self._payload(event, **fields))
         decision: HookDecision | None = None
-        asked = HookDecision("allow")
-        context: list[str] = []
         for entry, out in zip(entries, outcomes, strict=True):
-            permission, why, updated = _pre_permission(json_lines(out.stdout)) if out.exit_code == 0 else ("", "", None)
-            if permission and asked.permission != "ask":
-                asked.permission, asked.reason = permission, why
-            if updated is not None:
-                asked.updated_input = updated
-            objs = json_lines(out.stdout) if out.exit_code == 0 else []
-            context.extend(c for c in map(_additional_context, objs) if c)
-            reason = next((r for r in map(_pre_deny, json_lines(out.stdout)) if r is not None), None)
-            if reason is None and out.exit_code == 2:  # Claude Code's words: the command, then its stderr
-                said = out.stderr if out.stderr.strip() else out.stdout
-                reason = f"[{entry.command}]: {said[:MAX_REASON_CHARS] if said.strip() else 'No stderr output'}"
-            if reason is None and out.exit_code != 0:
-                if entry.deny_on_failure:
-                    reason = _clip(out.stderr) or f"{event} hook failed (exit {out.exit_code})"
-                else:
-                    self._failed(f"{event} for {name}", out)
-            if reason is not None and decision is None:
-                decision = HookDecision("deny", reason)
-        trace(
-            "hooks.pre",
-            tool=name,
-            count=len(outcomes),
-            decision=decision.action if decision else (asked.permission or "allow"),
-            exit=",".join(str(o.exit_code) for o in outcomes),
-        )
-        if decision is None and context:
-            asked.additional_context = "\n".join(context)
-        if decision is None and (asked.permission or asked.updated_input is not None or context):
-            return asked
+            answer = pre_tool_decision(json_lines(out.stdout)) if out.exit_code == 0 else \
+                self._pre_failure(event, name, entry, out)
+            decision = merge_pre(decision, answer)
+        said = "allow" if decision is None else "deny" if decision.action == "deny" else decision.permission or "allow"
+        trace("hooks.pre", tool=name, count=len(outcomes), decision=said,
+              exit=",".join(str(o.exit_code) for o in outcomes))
         return decision
+
+    def _pre_failure(self, event: str, name: str, entry: HookEntry, out: HookOutcome) -> HookDecision | None:
+        """A hook that did not exit 0: a denial when its JSON says so, on exit 2 (Claude Code's words: the
+        command, then its stderr) or with `denyOnFailure`; otherwise a failure reported, no decision."""
+        reason = next((r for r in map(_pre_deny, json_lines(out.stdout)) if r is not None), None)
+        if reason is None and out.exit_code == 2:
+            said = out.stderr if out.stderr.strip() else out.stdout
+            reason = f"[{entry.command}]: {said[:MAX_REASON_CHARS] if said.strip() else 'No stderr output'}"
+        if reason is None and entry.deny_on_failure:
+            reason = _clip(out.stderr) or f"{event} hook failed (exit {out.exit_code})"
+        if reason is None:
+            self._failed(f"{event} for {name}", out)
+            return None
+        return HookDecision("deny", reason)
 
     async def post_tool_use(
         self, name: str, input: dict[str, Any], tool_use_id: str, result: Any, is_error: bool,
@@ -758,24 +748,7 @@ class CommandHooks(Hooks):
         return bool(self.entries(event))
 
     async def pre_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
-        """PreModelSwitch: PreToolUse's contract (deny, or exit 2, cancels; ask wants a confirmation)."""
-        entries = self.entries("PreModelSwitch", _switch_target(fields))
-        if not entries:
-            return None
-        asked: HookDecision | None = None
-        for out in await self.run_event(entries, self._payload("PreModelSwitch", **fields)):
-            objs = json_lines(out.stdout) if out.exit_code == 0 else []
-            reason = next((r for r in map(_pre_deny, objs) if r is not None), None)
-            if reason is None and out.exit_code == 2:
-                reason = _clip(out.stderr) or DEFAULT_DENY_REASON
-            elif out.exit_code not in (0, 2):
-                self._failed("PreModelSwitch", out)
-            if reason is not None:
-                return HookDecision("deny", reason)
-            permission, why, _ = _pre_permission(objs)
-            if permission == "ask" and asked is None:
-                asked = HookDecision("allow", why, permission="ask")
-        return asked
+        return await self._pre_decision("PreModelSwitch", _switch_target(fields), **fields)
 
     async def elicitation(self, fields: dict[str, Any]) -> dict[str, Any] | None:
         return await self._elicitation_answer("Elicitation", fields)
@@ -803,16 +776,7 @@ class CommandHooks(Hooks):
         return None
 
     async def post_model_switch(self, fields: dict[str, Any]) -> HookDecision | None:
-        entries = self.entries("PostModelSwitch", _switch_target(fields))
-        if not entries:
-            return None
-        notes = []
-        for out in await self.run_event(entries, self._payload("PostModelSwitch", **fields)):
-            if out.exit_code != 0:
-                self._failed("PostModelSwitch", out)
-                continue
-            notes += [c for c in map(_additional_context, json_lines(out.stdout)) if c]
-        return HookDecision("allow", additional_context="\n".join(notes)) if notes else None
+        return await self._context_only("PostModelSwitch", _switch_target(fields), **fields)
 
     async def observe(self, event: str, target: str, fields: dict[str, Any]) -> None:
         if event in OBSERVED_EVENTS:
@@ -840,10 +804,9 @@ class CommandHooks(Hooks):
             if out.exit_code != 0:
                 self._failed("MessageDisplay", out)
                 continue
-            for obj in json_lines(out.stdout):
-                value = _specific(obj).get("displayContent")
-                if isinstance(value, str):
-                    shown = value
+            value = next((v for obj in json_lines(out.stdout)
+                          if isinstance(v := _specific(obj).get("displayContent"), str)), None)
+            shown = value if value is not None else shown
         return shown
 
     async def notification(self, message: str, notification_type: str) -> None:

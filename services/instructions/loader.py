@@ -39,6 +39,22 @@ class InstructionFile:
     globs: tuple[str, ...] | None = None  # a conditional rule's `paths:`
     base: Path | None = None  # a rule's globs are relative to this folder (the one holding `.claude`)
 
+    def hook_input(self, trigger: Path | None = None) -> tuple[str, dict[str, object]]:
+        """Claude Code's InstructionsLoaded (load_reason, input): at start (`trigger` None) a file is in the
+        prompt or an import of one; later it joined because the model touched `trigger`."""
+        if trigger is None:
+            reason = "include" if self.parent is not None else "session_start"
+        else:
+            reason = "nested_traversal" if self.globs is None else "path_glob_match"
+        fields: dict[str, object] = {"file_path": str(self.path), "memory_type": self.kind, "load_reason": reason}
+        if self.globs is not None and trigger is not None:
+            fields["globs"] = list(self.globs)
+        if trigger is not None:
+            fields["trigger_file_path"] = str(trigger)
+        elif self.parent is not None:
+            fields["parent_file_path"] = str(self.parent)
+        return reason, fields
+
 
 @dataclass(frozen=True)
 class Places:
