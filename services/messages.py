@@ -238,9 +238,11 @@ def sanitize_assistant(message: Message, seen_ids: set[str]) -> Message:
     for block in content:
         b = cast(dict[str, Any], block)
         if isinstance(b, dict) and b.get("type") == "tool_use":
-            tid = b.get("id") if isinstance(b.get("id"), str) else "toolu_missing"
+            tid = b.get("id") if isinstance(b.get("id"), str) and b.get("id") else "toolu_missing"
             if tid in seen_ids:
                 b, changed = {**b, "id": _unique_id(tid, seen_ids)}, True
+            elif tid != b.get("id"):
+                b, changed = {**b, "id": tid}, True
             if nesting_depth(b.get("input")) > MAX_INPUT_DEPTH:
                 why = f"the input is nested deeper than {MAX_INPUT_DEPTH} levels"
                 b, changed = {**b, "input": {INVALID_INPUT_KEY: why}}, True

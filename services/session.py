@@ -37,6 +37,7 @@ from typing import Any
 from services.config import agent_home, project_dir
 from services.messages import Message, normalize_history
 from services.private_fs import ensure_private_dir  # noqa: F401 - re-exported
+from services.transcript_check import check_message
 
 FORMAT_VERSION = 1
 INDEX_NAME = "sessions.index"
@@ -402,13 +403,16 @@ def _recover(raw: bytes) -> dict[str, Any] | None:
     return None
 
 
-def _valid_message(msg: Any) -> bool:
-    return (
-        isinstance(msg, dict)
-        and msg.get("role") in ("user", "assistant")
-        and isinstance(msg.get("content"), list)
-        and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in msg["content"])
-    )
+def _checked(path: Path, lineno: int, msg: Any, session: LoadedSession) -> Message | None:
+    """`msg` as check_message repairs it; each repair is one warning naming the file and line."""
+    fixed, notes = check_message(msg)
+    if notes:
+        session.damaged_lines.append(lineno)
+        what = "message skipped" if fixed is None else "message repaired"
+        session.warnings.append(f"{path}:{lineno}: {what} ({'; '.join(dict.fromkeys(notes))[:300]})")
+        if fixed is not None:
+            session.repaired_history = True
+    return fixed
 
 
 def _read_own_file(path: Path) -> bytes:
@@ -478,19 +482,15 @@ def _apply_record(
         _check_header(path, rec)
         session.header = rec  # the file's name is the session's identity, whatever the header says
     elif kind == "message":
-        msg: Any = rec.get("message")
-        if _valid_message(msg):
-            session.messages.append(msg)
-        else:
-            session.damaged_lines.append(lineno)
-            session.warnings.append(f"{path}:{lineno}: malformed message record skipped")
+        fixed = _checked(path, lineno, rec.get("message"), session)
+        if fixed is not None:
+            session.messages.append(fixed)
     else:
-        if kind in ("history_replaced", "repair"):
-            msgs = rec.get("messages")
-            if isinstance(msgs, list) and all(_valid_message(m) for m in msgs):
-                session.messages = list(msgs)
-        if kind == "repair":
-            reported.update(n for n in rec.get("lines") or [] if isinstance(n, int))
+        if kind in ("history_replaced", "repair") and isinstance(rec.get("messages"), list):
+            kept = [_checked(path, lineno, m, session) for m in rec["messages"]]
+            session.messages = [m for m in kept if m is not None]
+        if kind == "repair" and isinstance(rec.get("lines"), list):
+            reported.update(n for n in rec["lines"] if isinstance(n, int))
         session.records.append(rec)
 
 

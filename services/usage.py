@@ -7,6 +7,7 @@ that model's cache and long-context rates), so `/model` switching later never re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from services.models import price
 
@@ -41,6 +42,16 @@ class ModelUsage(_Counts):
     cost_usd: float = 0.0
 
 
+# Far above any real figure, so a damaged one cannot overflow a price or a budget.
+_MAX_COUNT = 10**12
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return min(max(value, 0), _MAX_COUNT)
+
+
 @dataclass
 class Usage(_Counts):
     by_model: dict[str, ModelUsage] = field(default_factory=dict)
@@ -51,7 +62,12 @@ class Usage(_Counts):
     running: list[Usage] = field(default_factory=list)
 
     def add(self, usage: dict[str, int] | None, model: str | None = None, requests: int | None = None) -> None:
-        """One response's usage (or, with `requests`, a roll-up of several, e.g. a sub-agent's)."""
+        """One response's usage (or, with `requests`, a roll-up of several, e.g. a sub-agent's). The
+        figures come from an API reply or a transcript: a field that is not a count counts as 0."""
+        usage = usage if isinstance(usage, dict) else None
+        model = model if isinstance(model, str) and model else None
+        if requests is not None:
+            requests = _count(requests)
         if requests is None:
             if not usage:  # a reply without usage (scripted, mock) is not a billed request
                 return
@@ -60,7 +76,7 @@ class Usage(_Counts):
             return
         usage = usage or {}
         self.requests += requests
-        counts = {k: int(usage.get(k, 0) or 0) for k in _KEYS}
+        counts = {k: _count(usage.get(k)) for k in _KEYS}
         self.input_tokens += counts["input_tokens"]
         self.output_tokens += counts["output_tokens"]
         self.cache_creation_input_tokens += counts["cache_creation_input_tokens"]

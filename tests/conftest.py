@@ -109,15 +109,21 @@ class CliRunner:
 
     def __call__(self, *args: str, input: str | None = None, with_fake: bool = True, timeout: float = 30,
                  **env: str | None) -> CliResult:
-        proc = subprocess.run(
-            self.argv(*args),
-            cwd=self.cwd,
-            env=self.env(with_fake, **env),
-            input=input if input is not None else "",
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        # A hang is a failure, but a busy 2-core machine is not a hang: the limit is 4x what was asked.
+        limit = max(timeout, 30) * 4
+        try:
+            proc = subprocess.run(
+                self.argv(*args),
+                cwd=self.cwd,
+                env=self.env(with_fake, **env),
+                input=input if input is not None else "",
+                capture_output=True,
+                text=True,
+                timeout=limit,
+            )
+        except subprocess.TimeoutExpired as exc:
+            tail = (exc.stderr or b"")[-1500:]
+            raise AssertionError(f"`agent {' '.join(args)}` hung for {limit:.0f} s; stderr ends: {tail!r}") from None
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     def popen(self, *args: str, with_fake: bool = True, stdin_pipe: bool = False,

@@ -85,16 +85,11 @@ def cap_tail(text: str, limit: int = MAX_REPORT_CHARS) -> str:
     return marker + text[len(text) - limit :]
 
 
-def add_usage(target: Usage, usage: dict[str, Any] | None, requests: int, model: str | None = None) -> None:
-    """Adds a roll-up (token fields plus a request count) to `target`, priced by `model` when known."""
-    target.add(usage, model=model, requests=int(requests or 0))
-
-
 def replay_usage_records(target: Usage, records: list[dict[str, Any]]) -> None:
     """On resume: add the sub-agents' recorded usage back to the session's totals."""
     for rec in records:
         if rec.get("type") == USAGE_RECORD:
-            add_usage(target, rec.get("usage"), int(rec.get("requests", 0) or 0), rec.get("model"))
+            target.add(rec.get("usage"), model=rec.get("model"), requests=rec.get("requests") or 0)
 
 
 class _ChildHooks(Hooks):

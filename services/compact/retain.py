@@ -178,11 +178,20 @@ def _worth_it(dropped: list[Message], estimated: int, opts: CompactOptions, limi
 def valid_memo(state: ContentReplacementState | None, messages: list[Message]) -> RetainMemo | None:
     """The recorded cut when it still applies to `messages`: the anchor message is still at the cut."""
     memo = state.retain_memo if state is not None else None
-    if memo is None or memo.cut >= len(messages) or any(k >= memo.cut for k in memo.keep):
+    if memo is None or not 1 <= memo.cut < len(messages) or any(k >= memo.cut for k in memo.keep):
+        return None
+    # A memo read back from a transcript may name any cut: it must not split a call from its result.
+    if _has_block(messages[memo.cut], "tool_result") or any(
+            _has_block(messages[k], "tool_use") or _has_block(messages[k], "tool_result") for k in memo.keep):
         return None
     if memo.anchor is not None and message_key(messages[memo.cut]) != memo.anchor:
         return None
     return memo
+
+
+def _has_block(message: Message, kind: str) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == kind for b in content)
 
 
 def _base(keep: tuple[int, ...], messages: list[Message]) -> tuple[int, ...]:

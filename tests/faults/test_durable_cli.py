@@ -185,6 +185,22 @@ def corrupted_tool_use_line(r: Row) -> None:
 
 
 @row
+def tool_use_without_its_id(r: Row) -> None:
+    """The crash the byte fuzz once found: a tool_use whose "id" key was renamed."""
+    r.fake()
+    use = {"type": "tool_use", "ID": "toolu_x", "name": "Echo", "input": {"message": "m"}}
+    bad_meta = msg("assistant", text("a1"))
+    bad_meta.update({"usage": {"input_tokens": "many"}, "meta": {"model": ["not", "a", "name"]}, "extra": 1})
+    write_session(r, [header("i"), msg("user", text("q1")), msg("assistant", text("calling"), use),
+                      msg("user", {"type": "tool_result", "tool_use_id": "toolu_x", "content": "x"}),
+                      bad_meta, msg("user", text("q2")), msg("assistant", {"type": "text", "text": 7})])
+    r.resume()
+    again = r.fake()
+    again.text("Again.")
+    r.notes["second"] = r.cli(again)("-c", "-p", "again", timeout=WAIT)
+
+
+@row
 def second_process_on_the_session(r: Row) -> None:
     first = r.fake()
     gate = threading.Event()
@@ -382,6 +398,7 @@ def table(tmp_path_factory) -> dict[str, Row | BaseException]:
             for f in r.fakes:
                 f.close()
 
+    tmp_path_factory.getbasetemp()  # made once here: mktemp from several threads would race to make it
     with ThreadPoolExecutor(max_workers=6) as pool:
         for f in [pool.submit(run, name, setup) for name, setup in ROWS.items()]:
             f.result()
@@ -456,6 +473,16 @@ def check_merged(r: Row) -> None:
 
 def check_corrupted(r: Row) -> None:
     assert "toolu_bad" not in json.dumps(r.resume_request.body["messages"])  # the orphan result was dropped
+
+
+def check_missing_id(r: Row) -> None:
+    warnings = [ln for ln in r.resumed.stderr.splitlines() if ln.startswith("warning:")]
+    assert any(":3: message repaired" in ln and "without an id" in ln for ln in warnings), r.resumed.stderr
+    assert any(":7: message skipped" in ln for ln in warnings), r.resumed.stderr
+    messages = assert_well_formed(r.resume_request)
+    assert "calling" in json.dumps(messages) and '"extra"' not in json.dumps(messages)
+    second = r.notes["second"]
+    assert second.code == 0 and "warning" not in second.stderr, second.stderr  # reported once, fixed for good
 
 
 def check_second_process(r: Row) -> None:
@@ -534,6 +561,7 @@ CHECKS: dict[str, Callable[[Row], None]] = {
     "merged_by_an_older_version": check_merged,
     "corrupted_tool_use_line": check_corrupted,
     "second_process_on_the_session": check_second_process,
+    "tool_use_without_its_id": check_missing_id,
     "full_disk": check_full_disk,
     "read_only_home": check_read_only,
     "closed_stdout_text": check_closed_stdout,
