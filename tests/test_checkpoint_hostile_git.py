@@ -11,15 +11,21 @@ real bash, and rewinds: no marker may appear, and the change must come back.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from services.git_safe import SafeGit, neutralising
+from tests.fake_anthropic import tool_block
 from tests.files import write
-from tests.security.hostile import marker_script
+from tests.security.hostile import marker_script, result_text, tool_results_sent
 from tools.checkpoints import CheckpointStore
+from tools.sandbox import probe
 
 GIT_ID = ["-c", "user.name=T", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false",
           "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
@@ -225,3 +231,62 @@ def test_diff_drivers_do_not_run_when_the_rewind_compares(tmp_path: Path) -> Non
     bash(repo, "touch lib/util.txt")  # stat-dirty, same content: git compares it
     change_and_rewind(store, repo)
     assert m.fired() == []
+
+
+def test_safe_git_takes_no_git_variable_but_the_named_ones(tmp_path: Path) -> None:
+    """The caller's GIT_* never reach git (a filter smuggled in GIT_CONFIG_*); only the scratch index and
+    object directories may be passed, by name."""
+    m = Marks(tmp_path)
+    repo = clean_repo(tmp_path / "repo")
+    write(repo / "app.txt", "edited\n")
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "filter.evil.clean", "GIT_CONFIG_VALUE_0": m.cmd("smuggled"),
+            "GIT_DIR": str(tmp_path / "elsewhere")}
+    sg = SafeGit.open(repo, base, repo)
+    assert sg is not None
+    assert sg.call(["hash-object", "--path=app.txt", "app.txt"]).strip()
+    with pytest.raises(ValueError):
+        sg.call(["status"], extra_env={"GIT_DIR": str(repo / ".git")})
+    assert m.fired() == []
+
+
+def test_a_repository_chosen_attributes_file_gives_way_to_the_users() -> None:
+    env = {"HOME": "/home/u"}
+    local = [("local", "core.attributesfile", "/evil/attrs")]
+    assert dict(neutralising(local, env))["core.attributesfile"] == "/home/u/.config/git/attributes"
+    mine = [("global", "core.attributesfile", "/home/u/attrs"), *local]
+    assert dict(neutralising(mine, env))["core.attributesfile"] == "/home/u/attrs"
+    assert neutralising(mine[:1], env) == []  # the user's own choice is not touched
+
+
+def test_repl_auto_allowed_sandboxed_echo_in_a_hostile_clone_runs_nothing(cli, fake_anthropic, tmp_path: Path) -> None:
+    """End to end: the real CLI in a real terminal, a hostile clone as the project, the sandbox on
+    (auto-allow), the model asks for `echo hello`: the checkpoint's git before it runs no filter."""
+    pytest.importorskip("pexpect")
+    from tests.test_repl_pty import PROMPT_READY, finish, spawn
+
+    if not probe(os.environ.get("PATH")).ok:
+        pytest.skip("bubblewrap does not work here")
+    m = Marks(tmp_path)
+    repo = clean_repo(Path(cli.cwd))
+    add_config(repo / ".git", hostile_filter(m) + f'[filter "proc"]\n\tprocess = {m.cmd("process")}\n')
+    write(repo / "app.txt", "edited before the session\n")  # `git add` would hash it through the filter
+    home = Path(tempfile.mkdtemp(prefix="agent-ckpt-home-", dir="/var/tmp"))  # outside the private /tmp
+    try:
+        fake_anthropic.reply("Running it.", tool_block("Bash", {"command": "echo hello"}))
+        fake_anthropic.text("All done here.")
+        child = spawn(cli, AGENT_SANDBOX="1", HOME=str(home))
+        child.send("say hello\r")
+        child.expect_exact("All done here.")
+        child.expect_exact(PROMPT_READY)
+        child.send("\x04")
+        assert finish(child) == 0
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert m.fired() == []
+    assert [result_text(b) for b in tool_results_sent(fake_anthropic)] == ["hello"]
+    records = [json.loads(line) for p in cli.agent_home.rglob("*.jsonl") for line in p.read_text().splitlines()
+               if line.strip()]
+    kinds = [r.get("kind") for r in records if r.get("type") == "checkpoint"]
+    assert kinds == ["git-tree"], kinds  # the snapshot was taken, by git, its drivers emptied
+
