@@ -194,6 +194,27 @@ def test_core_worktree_elsewhere_is_outranked(tmp_path: Path) -> None:
     assert m.fired() == []
 
 
+@pytest.mark.parametrize("layout", ["submodule", "linked worktree"])
+def test_honest_gitfile_layouts_still_get_git_snapshots(tmp_path: Path, layout: str) -> None:
+    """A submodule (its config's `core.worktree` names its checkout) and a linked worktree (`.git` file,
+    commondir): the work tree passed explicitly is the one git would use, so the snapshot is git's."""
+    main = clean_repo(tmp_path / "main")
+    (main / ".gitattributes").unlink()
+    git(main, "commit", "-qam", "no attributes")
+    if layout == "submodule":
+        other = clean_repo(tmp_path / "other")
+        git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(other), "sub")
+        git(main, "commit", "-qm", "sub")
+        tree = main / "sub"
+    else:
+        tree = tmp_path / "wt"
+        git(main, "worktree", "add", "-q", str(tree))
+    store, records = new_store(tmp_path)
+    snapshot(store, tree / "lib")
+    assert [(r["kind"], r["root"]) for r in records] == [("git-tree", os.path.realpath(tree))]
+    change_and_rewind(store, tree)
+
+
 @pytest.mark.parametrize("inside_repo", [False, True])
 def test_bare_shaped_folder_is_never_used(tmp_path: Path, inside_repo: bool) -> None:
     """The project folder looks like a bare repository (HEAD, objects/, refs/, a config naming programs
