@@ -174,6 +174,22 @@ def test_nested_repository_made_during_the_session_runs_nothing(tmp_path: Path) 
     assert m.fired() == []
 
 
+def test_filter_configured_after_the_snapshot_runs_nothing_at_the_rewind(tmp_path: Path) -> None:
+    """The shell adds a filter to the repository's config after the snapshot: the rewind's git (diff,
+    checkout-index with smudge) lists the configuration again and empties it."""
+    m = Marks(tmp_path)
+    repo = clean_repo(tmp_path / "repo")
+    (repo / ".gitattributes").unlink()
+    git(repo, "commit", "-qam", "no attributes")
+    store, records = new_store(tmp_path)
+    snapshot(store, repo)
+    add_config(repo / ".git", hostile_filter(m))
+    write(repo / ".gitattributes", "* filter=evil diff=evil\n")
+    bash(repo, "touch lib/util.txt")  # stat-dirty: the rewind's diff hashes it, through the clean filter
+    change_and_rewind(store, repo)
+    assert m.fired() == []
+
+
 def test_core_worktree_elsewhere_is_outranked(tmp_path: Path) -> None:
     """`core.worktree` names another folder (with attributes naming the filter): the snapshot is of the
     folder holding `.git`, never of the one the repository names, and nothing there is touched."""
