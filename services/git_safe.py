@@ -164,13 +164,6 @@ def neutralising(entries: list[tuple[str, str, str]], env: Mapping[str, str]) ->
     return sorted(out.items())
 
 
-def driver_keys(cwd: Path, env: dict[str, str]) -> list[str] | None:
-    """The driver keys the repository's own configuration makes neutralised, or None when they cannot be
-    listed: then git must not run, an unlisted filter would."""
-    entries = _repo_config(cwd, env, None, GIT_TIMEOUT_S)
-    return None if entries is None else [k for k, _ in neutralising(entries, env)]
-
-
 @dataclass
 class SafeGit:
     """One folder's git, with its environment and neutralising configuration computed once. `work_tree`,
