@@ -1,16 +1,21 @@
-"""Git for the system prompt's snapshot without running the repository's code.
+"""The one place a git process starts: git without running the repository's code.
 
 Git executes configuration that comes with a repository (`core.fsmonitor`, clean/smudge/process filters
 named by `.gitattributes`, `gpg.program` under `log.showSignature`, textconv and external diff drivers,
-hooks, a bare-repository-shaped folder's `core.worktree`). Two ways in:
+merge drivers, hooks such as `post-index-change`, a bare-repository-shaped folder's config), from
+`.git/config` and whatever it includes. Two ways in:
 
-- `read_snapshot` (an untrusted folder): no git process at all. HEAD, refs and packed-refs are read as
-  files (no symlinks, bounded sizes) and loose commit objects are inflated for their subjects; the status
-  is left out, since it cannot be had without git's index machinery.
-- `run_git` (a trusted folder): git with a built environment (no agent secrets, no `GIT_*` from outside,
-  no prompts, no optional locks) and every key that can execute neutralised as command-line configuration
-  (`GIT_CONFIG_COUNT`, the protected scope, so `safe.bareRepository` counts), the filter and diff driver
-  names enumerated from the configuration git itself reads (includes too).
+- reading files (the system prompt's snapshot of an untrusted folder): no git process at all. HEAD, refs
+  and packed-refs are read as files (no symlinks, bounded sizes) and loose commit objects are inflated for
+  their subjects; the status is left out, since it cannot be had without git's index machinery.
+- `SafeGit` (the system prompt of a trusted folder, and checkpoints' snapshots and rewinds in any folder):
+  git with a built environment (no agent secrets, no `GIT_*` from outside but the few a caller names, no
+  prompts, no optional locks) and every key that can execute neutralised as command-line configuration
+  (`GIT_CONFIG_COUNT`, the protected scope, so `safe.bareRepository=explicit` counts), the drivers
+  enumerated from the configuration git itself reads for that folder (includes and includeIf too), at
+  each open: a repository made or changed since is listed afresh. `core.worktree` cannot be overridden by
+  configuration, so a caller that writes files passes the work tree it computed (`--work-tree`).
+  A layout test (tests/layout/test_git_runner.py) keeps every other module from spawning git.
 """
 
 from __future__ import annotations
@@ -55,13 +60,26 @@ NEUTRAL_CONFIG: tuple[tuple[str, str], ...] = (
     ("maintenance.auto", "false"),
     ("status.submoduleSummary", "false"),
     ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"),  # a submodule's status would be a child git in another repository
+    ("core.splitIndex", "false"),  # checkpoints' scratch index: no shared-index file written beside it
 )
 # Driver keys: every `<section>.<name>.<key>` the repository's configuration defines is emptied.
-DRIVER_KEYS = re.compile(r"^(filter\.(.+)\.(clean|smudge|process)|diff\.(.+)\.(textconv|command)"
+DRIVER_KEYS = re.compile(r"^(filter\.(.+)\.(clean|smudge|process|required)|diff\.(.+)\.(textconv|command)"
                          r"|merge\.(.+)\.driver|pager\.(.+))$", re.S)
+_FILTER_KEY = re.compile(r"^filter\.(.+)\.[^.]+$", re.S)
+# What the repository's own configuration is listed for: the drivers, and where attributes come from.
+_LISTED = r"^(filter|diff|merge|pager)\.|^core\.attributesfile$"
+_REPO_SCOPES = ("local", "worktree")
 # Environment a caller may not carry into the snapshot's git: it would redirect git or run programs.
 _DROPPED_PREFIXES = ("GIT_",)
 _DROPPED = ("EDITOR", "VISUAL", "PAGER", "LESSOPEN", "LESSCLOSE", "SSH_ASKPASS", "BASH_ENV", "ENV")
+# The only `GIT_*` a command may carry, each passed by its caller by name (checkpoints' scratch index and
+# session-owned object directory); everything else that redirects git was dropped by `git_env`.
+EXPLICIT_ENV = frozenset({"GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"})
+
+
+class GitFailed(Exception):
+    """A git command that could not start, failed or timed out; the message is git's last stderr line."""
 
 
 def git_env(base: Mapping[str, str]) -> dict[str, str]:
@@ -81,51 +99,114 @@ def _config_env(pairs: list[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
-def _spawn(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes] | None:
+def _spawn(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = GIT_TIMEOUT_S,
+           stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The one place a git process starts (a layout test keeps it so). Raises GitFailed."""
     try:
-        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=timeout,
+                              input=stdin, stdin=subprocess.DEVNULL if stdin is None else None)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise GitFailed(str(exc)) from None
+    return done
+
+
+def _git_argv(work_tree: Path | None, args: tuple[str, ...] | list[str]) -> list[str]:
+    # An explicit work tree outranks `core.worktree`, which command-line config cannot override.
+    tree = [f"--work-tree={work_tree}"] if work_tree is not None else []
+    return ["git", "--no-pager", *tree, *args]
+
+
+def _repo_config(cwd: Path, env: dict[str, str], work_tree: Path | None,
+                 timeout: float) -> list[tuple[str, str, str]] | None:
+    """(scope, key, value) of the listed keys git reads for `cwd` (includes followed), or None."""
+    argv = _git_argv(work_tree, ["config", "-z", "--show-scope", "--get-regexp", _LISTED])
+    try:
+        done = _spawn(argv, cwd, {**env, **_config_env(list(NEUTRAL_CONFIG))}, timeout)
+    except GitFailed:
         return None
-
-
-def driver_keys(cwd: Path, env: dict[str, str]) -> list[str] | None:
-    """The driver keys (filters, diff drivers, pagers) the repository's own configuration defines (local
-    and worktree scopes, their includes too), or None when they cannot be listed: then git must not run,
-    an unlisted filter would. The user's global and system drivers (git-lfs) are theirs and stay."""
-    argv = ["git", "--no-pager", "config", "-z", "--show-scope", "--name-only", "--get-regexp",
-            r"^(filter|diff|merge|pager)\."]
-    done = _spawn(argv, cwd, {**env, **_config_env(list(NEUTRAL_CONFIG))})
-    if done is None or done.returncode not in (0, 1):  # 1: no such key
+    if done.returncode not in (0, 1):  # 1: no such key
         return None
     fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
-    pairs = zip(fields[0::2], fields[1::2], strict=False)
-    return sorted({name for scope, name in pairs if scope in ("local", "worktree") and DRIVER_KEYS.match(name)})
+    out = []
+    for scope, item in zip(fields[0::2], fields[1::2], strict=False):
+        key, _, value = item.partition("\n")
+        out.append((scope, key, value))
+    return out
+
+
+def _user_attributes(entries: list[tuple[str, str, str]], env: Mapping[str, str]) -> str:
+    """The attributes file the user's own (global, system) configuration names, else git's default."""
+    user = [v for scope, k, v in entries if k == "core.attributesfile" and scope not in _REPO_SCOPES]
+    if user:
+        return user[-1]
+    xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(env["HOME"], ".config") if env.get("HOME") else "")
+    return os.path.join(xdg, "git", "attributes") if xdg else "/dev/null"
+
+
+def neutralising(entries: list[tuple[str, str, str]], env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Command-line configuration that empties every driver the repository's own configuration (local and
+    worktree scopes, their includes too) defines: a filter by name (clean, smudge, process emptied,
+    `required` off, so an emptied filter is no error), a diff driver's textconv and command, a merge
+    driver, a pager. A repository-chosen `core.attributesFile` gives way to the user's. The user's global
+    and system drivers (git-lfs) are theirs and stay."""
+    repo = [(k, v) for scope, k, v in entries if scope in _REPO_SCOPES]
+    out: dict[str, str] = {}
+    for key, _ in repo:
+        filt = _FILTER_KEY.match(key)
+        if filt:
+            name = filt.group(1)
+            out.update({f"filter.{name}.{k}": "" for k in ("clean", "smudge", "process")})
+            out[f"filter.{name}.required"] = "false"
+        elif DRIVER_KEYS.match(key):
+            out[key] = ""
+        elif key == "core.attributesfile":
+            out[key] = _user_attributes(entries, env)
+    return sorted(out.items())
 
 
 @dataclass
 class SafeGit:
-    """One folder's git, with its environment and neutralising configuration computed once."""
+    """One folder's git, with its environment and neutralising configuration computed once. `work_tree`,
+    when given, is passed as `--work-tree`: the tree is the one the caller computed, never the one a
+    repository's `core.worktree` names."""
 
     cwd: Path
     env: dict[str, str]
     config: list[tuple[str, str]] = field(default_factory=list)
+    work_tree: Path | None = None
+    timeout: float = GIT_TIMEOUT_S
 
     @classmethod
-    def open(cls, cwd: Path, base_env: Mapping[str, str]) -> SafeGit | None:
+    def open(cls, cwd: Path, base_env: Mapping[str, str], work_tree: Path | None = None,
+             timeout: float = GIT_TIMEOUT_S) -> SafeGit | None:
+        """None when the repository's configuration cannot be listed (git missing, a broken config)."""
         env = git_env(base_env)
-        keys = driver_keys(cwd, env)
-        if keys is None:
+        entries = _repo_config(cwd, env, work_tree, timeout)
+        if entries is None:
             return None
-        config = [*NEUTRAL_CONFIG, *((k, "") for k in keys)]
-        return cls(cwd, {**env, **_config_env(config)}, config)
+        config = [*NEUTRAL_CONFIG, *neutralising(entries, env)]
+        return cls(cwd, {**env, **_config_env(config)}, config, work_tree, timeout)
 
     def run(self, *args: str) -> str | None:
         """A git command's stdout, or None (not a repository, a failure, a timeout)."""
-        done = _spawn(["git", "--no-pager", "--no-optional-locks", *args], self.cwd, self.env)
-        if done is None or done.returncode != 0:
+        try:
+            return self.call(["--no-optional-locks", *args]).decode("utf-8", "replace")
+        except GitFailed:
             return None
-        return done.stdout.decode("utf-8", "replace")
+
+    def call(self, args: list[str], *, stdin: bytes | None = None,
+             extra_env: Mapping[str, str] | None = None) -> bytes:
+        """A git command's stdout, run in `cwd` (the folder whose configuration was listed: another one
+        may be another repository). `extra_env` may name only EXPLICIT_ENV. Raises GitFailed."""
+        extra = dict(extra_env or {})
+        if not set(extra) <= EXPLICIT_ENV:
+            raise ValueError(f"not an allowed git variable: {sorted(set(extra) - EXPLICIT_ENV)}")
+        done = _spawn(_git_argv(self.work_tree, args), self.cwd, {**self.env, **extra}, self.timeout,
+                      stdin)
+        if done.returncode != 0:
+            lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitFailed(lines[-1] if lines else f"git {args[0] if args else ''} failed")
+        return done.stdout
 
 
 # -- reading .git without git ------------------------------------------------------------------------
@@ -148,9 +229,10 @@ def _read_small(path: Path, cap: int) -> bytes | None:
         os.close(fd)
 
 
-def find_git_dir(cwd: Path) -> Path | None:
-    """The `.git` directory of the work tree holding `cwd` (a `gitdir:` file followed once), or None.
-    A bare-repository-shaped folder is not a repository here (git's safe.bareRepository=explicit)."""
+def find_work_tree(cwd: Path) -> tuple[Path, Path] | None:
+    """(the work tree, its git directory) holding `cwd`: the nearest folder with a `.git` directory or
+    `gitdir:` file (followed once), or None. A bare-repository-shaped folder is not a repository here
+    (git's safe.bareRepository=explicit); a `.git` symlink or a broken `gitdir:` file is not either."""
     for d in (cwd, *cwd.parents):
         dot = d / ".git"
         try:
@@ -158,7 +240,7 @@ def find_git_dir(cwd: Path) -> Path | None:
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode):
-            return dot
+            return d, dot
         if stat.S_ISREG(st.st_mode):
             raw = _read_small(dot, MAX_REF_FILE) or b""
             m = re.match(rb"gitdir: (.+?)\s*$", raw)
@@ -166,9 +248,15 @@ def find_git_dir(cwd: Path) -> Path | None:
                 return None
             target = Path(os.fsdecode(m.group(1)))
             target = target if target.is_absolute() else d / target
-            return target if target.is_dir() and not target.is_symlink() else None
+            return (d, target) if target.is_dir() and not target.is_symlink() else None
         return None
     return None
+
+
+def find_git_dir(cwd: Path) -> Path | None:
+    """The `.git` directory of the work tree holding `cwd` (see find_work_tree), or None."""
+    found = find_work_tree(cwd)
+    return found[1] if found else None
 
 
 _REF = re.compile(r"refs/[A-Za-z0-9._/\-+]{1,200}")

@@ -13,8 +13,13 @@ Two kinds, both announced by a `checkpoint` transcript record so `/rewind` works
     alternate. Chosen over writing into `.git/objects` (what Claude-Code-like tools do) so the user's
     repository gains nothing: no loose objects for gc, no copies of untracked secrets in `.git`; the cost is
     that a tracked file's blob stays in the user's repository, where only a `git gc --prune` of a blob that
-    became unreachable could remove it (the rewind then reports that path). Content goes through git's
-    clean filters on the way in and smudge filters on the way out, as `git stash` / `git checkout` would.
+    became unreachable could remove it (the rewind then reports that path). Every git process is
+    services/git_safe's: the repository's own filter, diff and merge drivers are emptied, its hooks and
+    fsmonitor off, its `core.worktree` outranked by the root computed here, a bare-shaped folder refused (the
+    snapshot is then the file-level one) — a hostile clone's config runs nothing on the host. So a changed
+    file is stored as its bytes and restored as them; an unchanged file under a repository-local filter keeps
+    the user's index entry (its cleaned form), and is restored in that form. The user's global drivers
+    (git-lfs) still apply on the way in and out, as `git stash` / `git checkout` would.
   * otherwise (`kind: files`; not a repository, git missing or failing): a manifest of every file under the
     Bash call's cwd (path -> size, mtime, ctime, inode, mode, sha256), skipping `.git`, `node_modules`, virtual
     environments and caches, at most `MAX_SNAPSHOT_FILES` files (a capped snapshot is marked partial). The
@@ -49,11 +54,11 @@ import os
 import secrets
 import shutil
 import stat
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from services.git_safe import GitFailed, SafeGit, find_work_tree
 from services.private_fs import ensure_private_dir
 
 WRITING_TOOLS = ("Edit", "Write", "NotebookEdit")
@@ -126,32 +131,29 @@ class _GitFailed(Exception):
     pass
 
 
-# -- git ---------------------------------------------------------------------------------------------------
+# -- git (always through services/git_safe: the repository's drivers, hooks and fsmonitor never run) -------
 def _git_base_env() -> dict[str, str]:
     from services.credentials import child_env
 
-    env = child_env()
-    for name in ("GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES"):
-        env.pop(name, None)
-    # No index.lock on the user's index for opportunistic refreshes, no prompts, plain messages.
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    return env
+    # git_safe drops every GIT_* from it; plain messages for the problems a rewind reports.
+    return {**child_env(), "LC_ALL": "C"}
 
 
-# Our index is a scratch file: no fsmonitor hook runs, no shared-index file is written next to it.
-_GIT_CONFIG = ["-c", "core.fsmonitor=false", "-c", "core.splitIndex=false", "-c", "core.hooksPath=/dev/null"]
+def _open_git(cwd: str, root: str | None = None) -> SafeGit:
+    """The git of the repository at `cwd`, its work tree `root` (passed explicitly, whatever the
+    repository's `core.worktree` says), the repository's own drivers listed and emptied now: a repository
+    created or reconfigured since the last command is never trusted on an old listing."""
+    git = SafeGit.open(Path(cwd), _git_base_env(), Path(root) if root else None, GIT_TIMEOUT_S)
+    if git is None:
+        raise _GitFailed("git is missing or the repository's configuration cannot be read")
+    return git
 
 
-def _git(args: list[str], cwd: str, env: dict[str, str], stdin: bytes | None = None) -> bytes:
+def _git(git: SafeGit, args: list[str], env: dict[str, str] | None = None, stdin: bytes | None = None) -> bytes:
     try:
-        done = subprocess.run(["git", *_GIT_CONFIG, *args], cwd=cwd, env=env, input=stdin,
-                              capture_output=True, timeout=GIT_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as exc:
+        return git.call(args, stdin=stdin, extra_env=env)
+    except GitFailed as exc:
         raise _GitFailed(str(exc)) from None
-    if done.returncode != 0:
-        lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise _GitFailed(lines[-1] if lines else f"git {args[0]} failed")
-    return done.stdout
 
 
 def _alternates_value(path: str) -> str:
@@ -170,8 +172,8 @@ def _alternates_value(path: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _git_env(base: dict[str, str], index: str, objects: str, alternate: str) -> dict[str, str]:
-    return {**base, "GIT_INDEX_FILE": index, "GIT_OBJECT_DIRECTORY": objects,
+def _git_env(index: str, objects: str, alternate: str) -> dict[str, str]:
+    return {"GIT_INDEX_FILE": index, "GIT_OBJECT_DIRECTORY": objects,
             "GIT_ALTERNATE_OBJECT_DIRECTORIES": _alternates_value(alternate)}
 
 
@@ -179,15 +181,23 @@ def _split_z(data: bytes) -> list[str]:
     return [os.fsdecode(p) for p in data.split(b"\0") if p]
 
 
-def _git_location(cwd: str, base: dict[str, str]) -> tuple[str, str, str] | None:
-    """(toplevel, the index file, the object directory), or None outside a work tree."""
-    out = _git(["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--git-path", "index",
-                "--git-path", "objects"], cwd, base)
+def _git_location(cwd: str) -> tuple[str, str, str] | None:
+    """(toplevel, the index file, the object directory), or None outside a work tree. The work tree is the
+    folder holding the `.git` found from `cwd`; git must agree on the git directory (a bare-shaped folder
+    on the way, which git would take, or a `.git` it would read differently: no git snapshot)."""
+    found = find_work_tree(Path(cwd))
+    if found is None:
+        return None
+    tree, git_dir = os.path.realpath(found[0]), os.path.realpath(found[1])
+    out = _git(_open_git(cwd, tree), ["rev-parse", "--is-inside-work-tree", "--absolute-git-dir", "--show-toplevel",
+                                      "--git-path", "index", "--git-path", "objects"])
     lines = out.split(b"\n")
-    if len(lines) != 5 or lines[0] != b"true" or lines[4]:
+    if len(lines) != 6 or lines[0] != b"true" or lines[5]:
         return None  # not a work tree, or a newline in a path: the file-level snapshot handles it
-    top, index, objects = (os.fsdecode(x) for x in lines[1:4])
-    return os.path.realpath(top), os.path.join(cwd, index), os.path.realpath(os.path.join(cwd, objects))
+    seen_dir, top, index, objects = (os.fsdecode(x) for x in lines[1:5])
+    if os.path.realpath(seen_dir) != git_dir or os.path.realpath(top) != tree:
+        return None
+    return tree, os.path.join(cwd, index), os.path.realpath(os.path.join(cwd, objects))
 
 
 # -- safe filesystem writes --------------------------------------------------------------------------------
@@ -317,13 +327,14 @@ def _git_state(snap: TreeSnapshot) -> tuple[dict[str, tuple[str, str]], list[byt
     """The snapshot's index entries (path -> (mode, oid)), `diff --name-status -z` against the work
     tree, and the untracked files now, read through a scratch copy of the kept index."""
     scratch = Path(snap.index).with_name(f"rewind-{secrets.token_hex(4)}.index")
-    env = _git_env(_git_base_env(), str(scratch), snap.objects, snap.alternate)
+    env = _git_env(str(scratch), snap.objects, snap.alternate)
     try:
+        git = _open_git(snap.root, snap.root)
         try:
             shutil.copyfile(snap.index, scratch)
         except OSError:  # the kept index is gone: the tree alone (every file gets hashed)
-            _git(["read-tree", snap.tree], snap.root, env)
-        listing = _git(["ls-files", "-s", "-z"], snap.root, env)
+            _git(git, ["read-tree", snap.tree], env)
+        listing = _git(git, ["ls-files", "-s", "-z"], env)
         entries: dict[str, tuple[str, str]] = {}
         for item in listing.split(b"\0"):
             if not item:
@@ -331,9 +342,9 @@ def _git_state(snap: TreeSnapshot) -> tuple[dict[str, tuple[str, str]], list[byt
             meta, _, path = item.partition(b"\t")
             mode, oid, _stage = meta.decode().split(" ")
             entries[os.fsdecode(path)] = (mode, oid)
-        diff = _git(["diff", "--no-ext-diff", "--no-renames", "--no-relative", "--ignore-submodules=all", "--name-status",
-                     "-z"], snap.root, env).split(b"\0")
-        new = _split_z(_git(["ls-files", "-z", "-o", "--exclude-standard"], snap.root, env))
+        diff = _git(git, ["diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative",
+                          "--ignore-submodules=all", "--name-status", "-z"], env).split(b"\0")
+        new = _split_z(_git(git, ["ls-files", "-z", "-o", "--exclude-standard"], env))
     finally:
         scratch.unlink(missing_ok=True)
     return entries, diff, new
@@ -509,16 +520,15 @@ class CheckpointStore:
         for it in self.items:
             if isinstance(it, TreeSnapshot) and it.turn == turn and it.kind == "files" and it.covers_dir(where):
                 return None
-        base = _git_base_env()
         try:
-            loc = _git_location(where, base) if shutil.which("git", path=base.get("PATH")) else None
+            loc = _git_location(where)
         except _GitFailed:
             loc = None
         if loc is not None:
             if (turn, "tree:" + loc[0]) in self._seen:
                 return None
             try:
-                return self._git_snapshot(turn, loc, base)
+                return self._git_snapshot(turn, loc)
             except (_GitFailed, OSError):
                 pass  # a broken repository still gets the file-level snapshot
         if (turn, "tree:" + where) in self._seen:
@@ -549,7 +559,7 @@ class CheckpointStore:
         _write_private(marker, b"")
         return os.stat(marker).st_ctime_ns
 
-    def _git_snapshot(self, turn: int, loc: tuple[str, str, str], base: dict[str, str]) -> TreeSnapshot:
+    def _git_snapshot(self, turn: int, loc: tuple[str, str, str]) -> TreeSnapshot:
         assert self.directory is not None
         root, real_index, repo_objects = loc
         tag = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
@@ -557,11 +567,12 @@ class CheckpointStore:
         ensure_private_dir(objects)
         index = self.directory / str(turn) / f"git-{tag}.index"
         ensure_private_dir(index.parent)
-        env = _git_env(base, str(index), str(objects), repo_objects)
+        env = _git_env(str(index), str(objects), repo_objects)
+        git = _open_git(root, root)
         excluded = _excluded_rels(root, self._own_dirs())
 
         def changed_candidates() -> list[str]:
-            return _split_z(_git(["ls-files", "-z", "-m", "-o", "--exclude-standard"], root, env))
+            return _split_z(_git(git, ["ls-files", "-z", "-m", "-o", "--exclude-standard"], env))
 
         # Seed: the user's index (its stat data makes unchanged files free), else HEAD, else nothing.
         candidates = None
@@ -571,7 +582,7 @@ class CheckpointStore:
                 if seed == "copy":
                     shutil.copyfile(real_index, index)
                 elif seed == "head":
-                    _git(["read-tree", "HEAD"], root, env)
+                    _git(git, ["read-tree", "HEAD"], env)
                 candidates = changed_candidates()
                 break
             except (_GitFailed, OSError):
@@ -600,14 +611,14 @@ class CheckpointStore:
         spec_file = index.with_suffix(".pathspec")
         _write_private(spec_file, b"\0".join(os.fsencode(s) for s in specs) + b"\0")
         try:
-            _git(["add", "-A", "--ignore-errors", f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"],
-                 root, env)
+            _git(git, ["add", "-A", "--ignore-errors", f"--pathspec-from-file={spec_file}", "--pathspec-file-nul"],
+                 env)
         finally:
             spec_file.unlink(missing_ok=True)
         if skipped:  # a skipped tracked file keeps the user's index entry: drop it so the tree never lies
-            _git(["update-index", "-z", "--force-remove", "--stdin"], root, env,
+            _git(git, ["update-index", "-z", "--force-remove", "--stdin"], env,
                  stdin=b"".join(os.fsencode(r) + b"\0" for r in skipped))
-        tree = _git(["write-tree"], root, env).decode().strip()
+        tree = _git(git, ["write-tree"], env).decode().strip()
         manifest = ""
         if skipped:
             side = index.with_suffix(".skipped.json")
@@ -879,14 +890,15 @@ class CheckpointStore:
         for key, (snap, rels) in wanted.items():
             scratch = Path(snap.index).parent / f"restore-{secrets.token_hex(4)}"
             index = scratch.with_suffix(".index")
-            env = _git_env(_git_base_env(), str(index), snap.objects, snap.alternate)
+            env = _git_env(str(index), snap.objects, snap.alternate)
             try:
+                git = _open_git(snap.root, snap.root)
                 scratch.mkdir(mode=0o700, parents=True)
                 try:
                     shutil.copyfile(snap.index, index)
                 except OSError:
-                    _git(["read-tree", snap.tree], snap.root, env)
-                _git(["checkout-index", "-z", "--stdin", f"--prefix={scratch}/"], snap.root, env,
+                    _git(git, ["read-tree", snap.tree], env)
+                _git(git, ["checkout-index", "-z", "--stdin", f"--prefix={scratch}/"], env,
                      stdin=b"".join(os.fsencode(r) + b"\0" for r in rels))
                 out[key] = str(scratch)
             except (_GitFailed, OSError):
@@ -934,11 +946,12 @@ class CheckpointStore:
                 if os.path.isfile(got):
                     _safe_write(snap.root, cp.rel, _read_nofollow(got), mode=0o755 if mode == "100755" else 0o644)
                     return True
-            env = _git_env(_git_base_env(), "/dev/null", snap.objects, snap.alternate)
+            env = _git_env("/dev/null", snap.objects, snap.alternate)
+            git = _open_git(snap.root, snap.root)
             if mode == "120000":
-                _safe_write(snap.root, cp.rel, _git(["cat-file", "blob", oid], snap.root, env), link=True)
+                _safe_write(snap.root, cp.rel, _git(git, ["cat-file", "blob", oid], env), link=True)
             else:
-                data = _git(["cat-file", "--filters", f"--path={cp.rel}", oid], snap.root, env)
+                data = _git(git, ["cat-file", "--filters", f"--path={cp.rel}", oid], env)
                 _safe_write(snap.root, cp.rel, data, mode=0o755 if mode == "100755" else 0o644)
             return True
         ent = cp.entry
