@@ -24,17 +24,15 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.loaded_config import DOTENV_PREFIX, GIT_LOADED, is_loaded_name
 from services.sandbox_settings import SandboxSettings
 from services.trace import trace
 from tools.base import ToolError
+from tools.sandbox_walk import find_loaded
 
 # Credential stores under the user's home (Claude Code 2.1.332's list, trimmed to Linux).
 SECRET_DIRS = (".ssh", ".aws", ".azure", ".gnupg", ".kube", ".docker", ".config/gh", ".config/glab-cli",
@@ -54,12 +52,6 @@ GIT_PROTECTED = (("hooks", "dir"), ("config", None), ("config.worktree", None), 
 # A missing root `.env` gets an empty *file*: dotenv readers (python-dotenv, docker compose, the agent's own
 # `read_dotenv`) see no variables where a directory would make them fail; usually git-ignored.
 DOTENV_PLACEHOLDER = ".env"
-# Below each writable root, what a later session loads (services/loaded_config.py) is found by a bounded
-# walk and bound read-only. Not walked: dependency and build trees nobody starts a session in.
-WALK_SKIP = frozenset(("node_modules", ".venv", "venv", "target", "__pycache__", ".tox", ".nox", ".mypy_cache",
-                       ".pytest_cache", ".ruff_cache", ".gradle", ".terraform", ".next", "site-packages"))
-WALK_MAX_ENTRIES = 20_000
-WALK_MAX_S = 0.5
 UNAVAILABLE_FIX = "install bubblewrap (e.g. apt-get install bubblewrap) or set sandbox.enabled: false"
 
 
@@ -204,73 +196,6 @@ def release_placeholders(paths: Iterable[str]) -> None:
                     os.unlink(key)
             except OSError:
                 pass
-
-
-# -- what a later session loads, below the root ------------------------------------------------------
-
-
-@dataclass
-class Walk:
-    """The loaded configuration found below a root, and why the walk stopped early (None: it did not)."""
-
-    found: list[str]
-    entries: int = 0
-    capped: str | None = None
-
-
-def _nested_git(path: str) -> list[str]:
-    """A nested repository's `.git`: a directory's config and hooks; a `.git` file (it names the git dir)."""
-    if not os.path.isdir(path):
-        return [path]
-    return [p for p in (os.path.join(path, n) for n in GIT_LOADED) if os.path.lexists(p) and not os.path.islink(p)]
-
-
-def _classify(entry: os.DirEntry[str]) -> tuple[list[str], bool]:
-    """What an entry adds: the paths to hold read-only, and whether to walk into it."""
-    name = entry.name
-    try:
-        if entry.is_symlink():
-            return [], False  # never followed: a link is replaced as easily as a new file is made
-        is_dir = entry.is_dir(follow_symlinks=False)
-    except OSError:
-        return [], False
-    if name == ".git":
-        return _nested_git(entry.path), False
-    if is_dir and name.lower().startswith(DOTENV_PREFIX):
-        return [], False  # a virtualenv named `.env`: no dotenv file, nothing loaded from inside
-    if is_loaded_name(name):
-        return [entry.path], False  # a directory is held as a whole
-    return [], is_dir and name not in WALK_SKIP
-
-
-def find_loaded(root: str, skip: Iterable[str] = (), max_entries: int = WALK_MAX_ENTRIES,
-                max_s: float = WALK_MAX_S) -> Walk:
-    """Every existing path below `root` a later session would load (`.env*`, `.claude/`, `CLAUDE.md`, a
-    nested `.git/config`...), breadth first, symlinks not followed; `skip`: names at the root handled by the
-    caller. Stops after `max_entries` directory entries or `max_s` seconds, keeping what it found."""
-    walk = Walk([])
-    queue = deque([root])
-    skipped = set(skip)
-    deadline = time.monotonic() + max_s
-    while queue:
-        folder = queue.popleft()
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue  # unreadable: the command cannot write there either, or it is gone
-        for entry in entries:
-            walk.entries += 1
-            if walk.entries > max_entries or (walk.entries % 512 == 0 and time.monotonic() > deadline):
-                walk.capped = f"{max_entries} entries" if walk.entries > max_entries else f"{max_s:g} s"
-                return walk
-            if folder == root and entry.name in skipped:
-                continue
-            found, descend = _classify(entry)
-            walk.found += found
-            if descend:
-                queue.append(entry.path)
-    return walk
 
 
 @dataclass
@@ -501,7 +426,7 @@ class Sandbox:
             trace("sandbox.walk_capped", root=str(root), entries=walk.entries, found=len(walk.found),
                   limit=walk.capped)
         for path in walk.found:
-            args += ["--ro-bind", path, path]
+            args += ["--ro-bind-try", path, path]  # removed by a concurrent command since: nothing to hold
         return args
 
     def _deny_writes(self, roots: list[str]) -> list[str]:

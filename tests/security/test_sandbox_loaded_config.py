@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,12 @@ import pytest
 
 from services.sandbox_settings import SandboxSettings
 from tests.files import write
-from tools import sandbox_session
+from tools import sandbox_session, sandbox_walk
 from tools.base import SessionState, ToolContext
 from tools.bash import BashTool
 from tools.permissions import PermissionGate, PermissionRequest
-from tools.sandbox import Availability, Sandbox, find_loaded, probe
+from tools.sandbox import Availability, Sandbox, probe
+from tools.sandbox_walk import find_loaded
 from tools.write import WriteTool
 
 needs_bwrap = pytest.mark.skipif(not probe(os.environ.get("PATH")).ok, reason="bubblewrap does not work here")
@@ -137,7 +139,7 @@ def test_the_walk_skips_dependencies_and_git_internals_and_stops_at_its_cap(tmp_
     for i in range(50):
         write(project / "many" / f"d{i:02}" / "CLAUDE.md", "x")
     capped = find_loaded(str(project / "many"), max_entries=60)
-    assert capped.capped == "60 entries" and len(capped.found) == 10  # what was found is still protected
+    assert capped.capped == "60 entries" and len(capped.found) == 11  # what was found is still protected
 
 
 def test_a_missing_root_env_is_an_empty_file_placeholder_and_a_real_one_is_bound(tmp_path: Path) -> None:
@@ -154,7 +156,7 @@ def test_a_missing_root_env_is_an_empty_file_placeholder_and_a_real_one_is_bound
     second.release()
     assert (project / ".env").read_text() == "A=1\n"  # real: bound as it is, never removed
     i = second.argv.index(str(project / ".env"))
-    assert second.argv[i - 1] == "--ro-bind"
+    assert second.argv[i - 1] == "--ro-bind-try"
 
 
 @pytest.mark.parametrize("rel", [".env", "sub/.env.local", "sub/.claude/settings.json", "sub/.mcp.json",
@@ -191,3 +193,21 @@ async def test_accept_edits_asks_for_instructions_at_any_depth_and_a_rule_can_al
     # An instruction file is what /init writes: an allow rule covers it (a dotenv file never).
     allowed = PermissionGate(home=tmp_path / "home", allowed_tools=["Write"], headless=True)
     assert (await allowed.authorize(WriteTool(), input, ctx)).allowed is ("env" not in rel)
+
+
+def test_the_walk_reads_again_only_the_directories_that_changed(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    project = tmp_path / "p"
+    write(project / "a" / "b" / "x.py", "x\n")
+    write(project / "svc" / ".git" / "HEAD", "ref: refs/heads/main\n")
+    time.sleep(sandbox_walk.SETTLE_S + 0.2)  # settled: their listings are kept from now on
+    assert find_loaded(str(project)).found == []
+    scans: list[str] = []
+    real = sandbox_walk._scan
+    monkeypatch.setattr(sandbox_walk, "_scan", lambda folder, git: scans.append(folder) or real(folder, git))
+    assert find_loaded(str(project)).found == [] and scans == []  # nothing changed: nothing read again
+    write(project / "a" / "b" / "CLAUDE.md", "x")
+    os.utime(project / "a" / "b", (0, 0))  # its mtime set back: its ctime still moved
+    (project / "svc" / ".git" / "config").write_text("[core]\n")
+    assert sorted(find_loaded(str(project)).found) == [str(project / "a/b/CLAUDE.md"),
+                                                      str(project / "svc/.git/config")]
+    assert sorted(scans) == [str(project / "a/b"), str(project / "svc/.git")]
