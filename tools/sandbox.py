@@ -5,10 +5,14 @@ per-session temp dir (`TMPDIR`) writable, a private `/tmp` and `/run`, its own P
 (the agent's environment is not there), no network (loopback included) and no capabilities, even as root.
 Secrets are hidden (empty over credential directories, /dev/null over credential files), and inside each
 writable root the paths that turn a write into code execution stay read-only (`.git/hooks`,
-`.git/config`, `.claude/`, `.agents/`, `.mcp.json`, `.vscode/`, `.envrc`...). A protected path that does
-not exist yet gets an empty read-only placeholder for the length of the command (an empty directory, removed
-afterwards when still empty), so it cannot be created either; every directory between the root and a protected path is
-a mount point, so it cannot be renamed away and recreated. `socket(AF_UNIX)` is refused by a seccomp
+`.git/config`, `.claude/`, `.agents/`, `.mcp.json`, `.vscode/`, `.envrc`, `.env`...). A protected path at
+the root that does not exist yet gets an empty read-only placeholder for the length of the command (an empty
+directory, or an empty file for `.env`; removed afterwards when still empty), so it cannot be created
+either; `.git` is a mount point, so it cannot be renamed away and recreated. Below the root, what a later
+session started there loads (services/loaded_config.py: `.env*`, `.claude/`, `.mcp.json`, `CLAUDE.md`,
+`AGENTS.md`, `.gitattributes`, a nested `.git/config` and `.git/hooks`...) is found by a bounded walk
+(tools/sandbox_walk.py) and bound read-only where it exists; one created during a command is bound from
+the next command on, and caught when loaded by the trust content digest. `socket(AF_UNIX)` is refused by a seccomp
 filter (the Docker socket, agents' sockets) unless `network.allowAllUnixSockets`. With
 `network.allowedDomains`, HTTP(S) goes through a filtering proxy (tools/sandbox_net.py).
 """
