@@ -115,11 +115,13 @@ def _listing(folder: str, git: bool, now: float) -> _Listing | None:
     return listing
 
 
-def find_loaded(root: str, skip: Iterable[str] = (), max_entries: int = WALK_MAX_ENTRIES,
-                max_s: float = WALK_MAX_S) -> Walk:
+def find_loaded(root: str, skip: Iterable[str] = (), max_entries: int | None = None,
+                max_s: float | None = None) -> Walk:
     """Every existing path below `root` a later session would load (`.env*`, `.claude/`, `CLAUDE.md`, a
     nested `.git/config`...); `skip`: names at the root the caller handles. Stops once more than
     `max_entries` directory entries were read or after `max_s` seconds, keeping what it found."""
+    max_entries = WALK_MAX_ENTRIES if max_entries is None else max_entries
+    max_s = WALK_MAX_S if max_s is None else max_s
     walk = Walk([])
     skipped = set(skip)
     now, deadline = time.time(), time.monotonic() + max_s

@@ -211,3 +211,21 @@ def test_the_walk_reads_again_only_the_directories_that_changed(tmp_path: Path, 
     assert sorted(find_loaded(str(project)).found) == [str(project / "a/b/CLAUDE.md"),
                                                       str(project / "svc/.git/config")]
     assert sorted(scans) == [str(project / "a/b"), str(project / "svc/.git")]
+
+
+def test_a_capped_walk_is_traced_and_still_protects_what_it_found(tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
+    from services import trace
+
+    project = tmp_path / "p"
+    write(project / "CLAUDE.md", "x")
+    for i in range(30):
+        write(project / "z" / f"f{i}", "x")
+    write(project / "z" / "deeper" / "AGENTS.md", "x")
+    monkeypatch.setattr(sandbox_walk, "WALK_MAX_ENTRIES", 12)  # the root (with its placeholders), then z/
+    monkeypatch.setattr(trace, "_forced", True)
+    wrapped = _sandbox(project, tmp_path).wrap(["true"], project, {})
+    wrapped.release()
+    assert str(project / "CLAUDE.md") in wrapped.argv  # found before the cap: still bound
+    assert str(project / "z" / "deeper" / "AGENTS.md") not in wrapped.argv
+    err = capsys.readouterr().err
+    assert f"[trace] sandbox.walk_capped root={project}" in err and "limit=12 entries" in err
