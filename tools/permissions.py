@@ -14,8 +14,8 @@ Rules (`--allowedTools`, `--disallowedTools`, settings `permissions.allow/ask/de
                          `Edit(...)` covers Write too, `Read(...)` covers every reading tool.
 Deny beats ask beats allow. Always asked (denied when nothing can ask), whatever the rules or mode
 short of bypass: writes outside the working directories (`..`, symlinks, Bash redirections),
-writes to protected paths (agent and Claude Code config, `.mcp.json`, `.env*`, `.git/`, shell
-start-up files), reads outside the working directories and `--add-dir`s. Secrets
+writes to protected paths at any depth (agent and Claude Code config, `.mcp.json`, `.lsp.json`,
+`.env*`, `.envrc`, `.gitattributes`, `.git/`, shell start-up files: services/loaded_config.py), reads outside the working directories and `--add-dir`s. Secrets
 (`/proc/*/environ`, the agent home's credentials) are refused in every mode but bypass.
 """
 
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from services.hooks import hook_ask_denial
+from services.loaded_config import runs_code
 from tools.base import Tool, ToolContext
 from tools.bash_checks import SECRET, Analysis, Scope, analyze, harmless_runs, places
 from tools.bash_checks import reasons as bash_reasons
@@ -53,8 +54,8 @@ RULE_ALIASES = {"Edit": FILE_EDIT_TOOLS, "Read": ("Read", "Grep", "Glob", "LS", 
 # Tools that send data out of the machine: in plan mode they ask (plan must not exfiltrate what it read).
 NETWORK_TOOLS = ("WebFetch", "WebSearch")
 # Writes here run code on the next start or change what the agent trusts: they always ask.
-PROTECTED_DIRS = (".agents", ".claude", ".git")
-PROTECTED_NAMES = (".mcp.json", ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
+PROTECTED_DIRS = (".git",)  # and LOADED_DIRS, through runs_code
+PROTECTED_NAMES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                    ".zprofile", ".zshenv", ".zlogin", ".inputrc", ".envrc", ".gitconfig", ".npmrc", ".pypirc")
 CREDENTIAL_FILES = (".credentials.json", "credentials.json", "credentials")
 # Reasons that still let "always" be offered (the rule it stores answers them next time).
@@ -221,11 +222,13 @@ def is_outside(path: Path, root: Path) -> bool:
 
 
 def is_protected(real: str) -> bool:
-    """A path whose change runs code on the next start or changes what the agent trusts."""
+    """A path whose change runs code on the next start or changes what the agent trusts: at any depth,
+    what a later session loads and runs (services/loaded_config.py, the list the sandbox keeps read-only),
+    anything in a `.git` directory, shell start-up files."""
     parts = Path(real).parts
     name = parts[-1] if parts else ""
     return any(p in PROTECTED_DIRS for p in parts[:-1]) or name in PROTECTED_DIRS or name in PROTECTED_NAMES \
-        or name.startswith(".env")
+        or runs_code(parts)
 
 
 def _inside(real: str, dirs: list[str]) -> bool:

@@ -3,8 +3,9 @@
 - The agent's own processes: `/proc/<pid>/` of the agent and every ancestor (and `/proc/self`,
   `/proc/thread-self`) hold its environment (the API key), memory and open files. Reading or writing
   them is refused outside bypass, for the file tools and for Bash words alike (globs expanded).
-- Files that configure agents or editors (Claude Code's list, case-insensitive, plus the instruction
-  files): acceptEdits asks before writing them, since they run code or steer the next session.
+- Files that configure agents or editors (Claude Code's list, case-insensitive, plus everything a later
+  session loads, at any depth: services/loaded_config.py, the list the Bash sandbox keeps read-only):
+  acceptEdits asks before writing them, since they run code or steer the next session.
 """
 
 from __future__ import annotations
@@ -14,32 +15,29 @@ import os
 import re
 from collections.abc import Iterable
 
-# Claude Code 2.1.332's dangerous names and directories (acceptEdits asks), plus instruction files.
-CONFIG_NAMES = frozenset(n.lower() for n in (
+from services.loaded_config import fold, is_loaded
+
+# Claude Code 2.1.332's dangerous names and directories (acceptEdits asks); what a session loads (the
+# shared list, services/loaded_config.py) is asked for too.
+CONFIG_NAMES = frozenset(fold(n) for n in (
     ".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".zshenv",
     ".zlogin", ".zlogout", ".bash_login", ".bash_aliases", ".bash_logout", ".envrc", ".ripgreprc", ".mcp.json",
     ".claude.json", ".npmrc", ".yarnrc", ".yarnrc.yml", ".pnp.cjs", ".pnp.loader.mjs", ".pnp.js",
     ".pnp.data.json", ".pnpmfile.cjs", "bunfig.toml", ".bunfig.toml", ".bazelrc", ".bazelversion",
     ".bazeliskrc", ".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", "lefthook.yaml",
     ".lefthook.yaml", "gradle-wrapper.properties", "maven-wrapper.properties", ".devcontainer.json",
-    "pyrightconfig.json", ".gitattributes", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md",
+    "pyrightconfig.json",
 ))
-CONFIG_DIRS = frozenset((".git", ".vscode", ".idea", ".claude", ".agents", ".husky", ".cargo", ".devcontainer",
-                         ".yarn", ".mvn"))
+CONFIG_DIRS = frozenset((".git", ".vscode", ".idea", ".claude", ".husky", ".cargo", ".devcontainer", ".yarn", ".mvn"))
 MAX_GLOB_MATCHES = 2000
-
-
-def _fold(text: str) -> str:
-    # Claude Code's case folding: the dotless i and the long s fold to ASCII on case-insensitive filesystems.
-    return text.lower().replace("\u0131", "i").replace("\u017f", "s")
 
 
 def config_file_reason(real: str) -> str | None:
     """Why acceptEdits must ask before writing `real`, or None."""
-    parts = [_fold(p) for p in real.split("/") if p]
+    parts = [fold(p) for p in real.split("/") if p]
     if not parts:
         return None
-    if parts[-1] in CONFIG_NAMES or any(p in CONFIG_DIRS for p in parts[:-1]):
+    if parts[-1] in CONFIG_NAMES or any(p in CONFIG_DIRS for p in parts[:-1]) or is_loaded(parts):
         return f"writes a file that configures agents or editors ({real})"
     if any(parts[i] == ".config" and parts[i + 1] == "git" for i in range(len(parts) - 1)):
         return f"writes git configuration ({real})"

@@ -5,10 +5,14 @@ per-session temp dir (`TMPDIR`) writable, a private `/tmp` and `/run`, its own P
 (the agent's environment is not there), no network (loopback included) and no capabilities, even as root.
 Secrets are hidden (empty over credential directories, /dev/null over credential files), and inside each
 writable root the paths that turn a write into code execution stay read-only (`.git/hooks`,
-`.git/config`, `.claude/`, `.agents/`, `.mcp.json`, `.vscode/`, `.envrc`...). A protected path that does
-not exist yet gets an empty read-only placeholder for the length of the command (an empty directory, removed
-afterwards when still empty), so it cannot be created either; every directory between the root and a protected path is
-a mount point, so it cannot be renamed away and recreated. `socket(AF_UNIX)` is refused by a seccomp
+`.git/config`, `.claude/`, `.agents/`, `.mcp.json`, `.vscode/`, `.envrc`, `.env`...). A protected path at
+the root that does not exist yet gets an empty read-only placeholder for the length of the command (an empty
+directory, or an empty file for `.env`; removed afterwards when still empty), so it cannot be created
+either; `.git` is a mount point, so it cannot be renamed away and recreated. Below the root, what a later
+session started there loads (services/loaded_config.py: `.env*`, `.claude/`, `.mcp.json`, `CLAUDE.md`,
+`AGENTS.md`, `.gitattributes`, a nested `.git/config` and `.git/hooks`...) is found by a bounded walk
+(tools/sandbox_walk.py) and bound read-only where it exists; one created during a command is bound from
+the next command on, and caught when loaded by the trust content digest. `socket(AF_UNIX)` is refused by a seccomp
 filter (the Docker socket, agents' sockets) unless `network.allowAllUnixSockets`. With
 `network.allowedDomains`, HTTP(S) goes through a filtering proxy (tools/sandbox_net.py).
 """
@@ -30,7 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from services.sandbox_settings import SandboxSettings
+from services.trace import trace
 from tools.base import ToolError
+from tools.sandbox_walk import find_loaded
 
 # Credential stores under the user's home (Claude Code 2.1.332's list, trimmed to Linux).
 SECRET_DIRS = (".ssh", ".aws", ".azure", ".gnupg", ".kube", ".docker", ".config/gh", ".config/glab-cli",
@@ -47,6 +53,9 @@ AGENT_HOME_SECRETS = ("projects", ".credentials.json", "credentials.json", "cred
 PROTECTED = ((".claude", "dir"), (".agents", "dir"), (".mcp.json", "dir"), (".envrc", "dir"),
              (".vscode", "dir"), (".idea", None), (".husky", None), (".devcontainer", None))
 GIT_PROTECTED = (("hooks", "dir"), ("config", None), ("config.worktree", None), ("modules", None))
+# A missing root `.env` gets an empty *file*: dotenv readers (python-dotenv, docker compose, the agent's own
+# `read_dotenv`) see no variables where a directory would make them fail; usually git-ignored.
+DOTENV_PLACEHOLDER = ".env"
 UNAVAILABLE_FIX = "install bubblewrap (e.g. apt-get install bubblewrap) or set sandbox.enabled: false"
 
 
@@ -398,6 +407,30 @@ class Sandbox:
             elif not os.path.lexists(path):
                 continue
             args += ["--ro-bind", str(path), str(path)]
+        return args + self._protect_loaded(root, wrapped)
+
+    def _protect_loaded(self, root: Path, wrapped: Wrapped) -> list[str]:
+        """What a later session loads, below the root (services/loaded_config.py), held read-only.
+
+        Only what exists now: a file made at depth during the command (`mkdir -p sub/.claude && echo ... >
+        sub/.claude/settings.json`) cannot be prevented by a mount. The next command's sandbox binds it
+        (the session's sandbox is rebuilt when its arguments change), and the trust content digest catches
+        it when a session loads it. Renaming a parent away (`mv sub sub2`) works, and the mount goes with it:
+        the file stays read-only under its new name; a new `sub/` is such a new file.
+        """
+        args: list[str] = []
+        dotenv = root / DOTENV_PLACEHOLDER
+        skip = {name for name, _ in PROTECTED} | {".git"}
+        if _make_placeholder(dotenv, "file"):
+            wrapped.placeholders.append(str(dotenv))
+            args += ["--ro-bind", str(dotenv), str(dotenv)]
+            skip.add(DOTENV_PLACEHOLDER)
+        walk = find_loaded(str(root), skip)
+        if walk.capped is not None:
+            trace("sandbox.walk_capped", root=str(root), entries=walk.entries, found=len(walk.found),
+                  limit=walk.capped)
+        for path in walk.found:
+            args += ["--ro-bind-try", path, path]  # removed by a concurrent command since: nothing to hold
         return args
 
     def _deny_writes(self, roots: list[str]) -> list[str]:
