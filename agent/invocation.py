@@ -238,7 +238,26 @@ def _decide_trust(workdir: Path, interactive: bool) -> bool:
         from agent.repl.trust_prompt import ask_folder_trust
 
         trusted = ask_folder_trust(workdir, agent_home())
+    elif trusted:
+        trusted = _still_trusted(workdir, interactive)
     return trusted
+
+
+def _still_trusted(workdir: Path, interactive: bool) -> bool:
+    """A trusted folder whose configuration changed since is asked about again (the REPL) or treated as
+    untrusted with one line (one-shot runs)."""
+    from services.config import agent_home
+    from services.trust import changed_notice, config_changes
+
+    changed = config_changes(workdir, agent_home()) or []
+    if not changed:
+        return True
+    if interactive:
+        from agent.repl.trust_prompt import ask_changed_trust
+
+        return ask_changed_trust(workdir, agent_home(), changed)
+    sys.stderr.write(f"warning: {changed_notice(workdir, changed)}\n")
+    return False
 
 
 def _load_settings(boundary: AppOptions) -> Settings:

@@ -85,11 +85,21 @@ def _rules_in(data: Any, behavior: str) -> list[Any]:
     return rules if isinstance(rules, list) else []
 
 
+def _write(path: Path, text: str) -> None:
+    """The file as the user's choice made it; a trusted folder's digest follows (it is not a change
+    made behind the user's back)."""
+    from services.config import agent_home
+    from services.trust import refresh_file
+
+    write_private(path, text)
+    refresh_file(path, agent_home())
+
+
 def add_rule(path: Path, rule: str, behavior: str = "allow") -> bool:
     """Add `rule` to `permissions.<behavior>` of `path`; False when it was already there."""
     text, root = _read(path)
     if root is None:
-        write_private(path, json.dumps({"permissions": {behavior: [rule]}}, indent=2) + "\n")
+        _write(path, json.dumps({"permissions": {behavior: [rule]}}, indent=2) + "\n")
         return True
     before = json.loads(text)
     if rule in _rules_in(before, behavior):
@@ -99,7 +109,7 @@ def add_rule(path: Path, rule: str, behavior: str = "allow") -> bool:
     expected.setdefault("permissions", {}).setdefault(behavior, []).append(rule)
     if _loads_or_none(new) != expected:  # the in-place edit went wrong: keep the content, lose the layout
         new = json.dumps(expected, indent=2, ensure_ascii=False) + "\n"
-    write_private(path, new)
+    _write(path, new)
     return True
 
 
@@ -122,7 +132,7 @@ def remove_rule(path: Path, rule: str, behavior: str) -> bool:
         root = parse_spans(text)
         removed = True
     if removed:
-        write_private(path, text)
+        _write(path, text)
     return removed
 
 
@@ -148,7 +158,7 @@ def set_setting(path: Path, key: str, value: Any) -> None:
     kept; created 0600 when missing); RuleStoreError, with the file named, when it cannot be edited."""
     text, root = _read(path)
     if root is None:
-        write_private(path, json.dumps({key: value}, indent=2) + "\n")
+        _write(path, json.dumps({key: value}, indent=2) + "\n")
         return
     current = root.get(key)
     if current is not None:
@@ -158,4 +168,4 @@ def set_setting(path: Path, key: str, value: Any) -> None:
     expected = {**json.loads(text), key: value}
     if _loads_or_none(new) != expected:  # the in-place edit went wrong: keep the content, lose the layout
         new = json.dumps(expected, indent=2, ensure_ascii=False) + "\n"
-    write_private(path, new)
+    _write(path, new)

@@ -425,9 +425,9 @@ async def start_mcp(cwd: Path, warn=None, extra: list[dict[str, Any]] | None = N
     if opts is not None:
         trusted = opts.trusted
     else:  # e.g. `agent doctor`: the recorded trust
-        from services.trust import is_trusted
+        from services.trust import config_changes
 
-        trusted = is_trusted(cwd, agent_home())
+        trusted = config_changes(cwd, agent_home()) == []
     servers = opts.merged.mcp_servers if opts is not None and opts.merged is not None else None
     configs, warnings = ({}, []) if strict else load_config(cwd, trusted=trusted, settings_servers=servers)
     for i, data in enumerate(extra or []):  # --mcp-config objects (the user's command line); later ones win

@@ -41,6 +41,31 @@ def ask_folder_trust(cwd: Path, home: Path) -> bool:
     return False
 
 
+def ask_changed_trust(cwd: Path, home: Path, changed: list[str]) -> bool:
+    """The folder is trusted, but its configuration changed since (or a sub-folder has its own): show
+    what, and ask again. "No" leaves it untrusted for this session and asks again next time."""
+    from services.trust import accept_config
+
+    out = sys.stderr
+    out.write(f"\nThis folder's agent configuration changed since you trusted it: {cwd}\n")
+    for name in changed[:20]:
+        out.write(f"  - {name}{'' if (cwd / name).exists() else ' (removed)'}\n")
+    if len(changed) > 20:
+        out.write(f"  ... and {len(changed) - 20} more\n")
+    out.write("A command, a script or a pull may have written them. Trust the folder as it is now? [y/N] ")
+    out.flush()
+    try:
+        answer = sys.stdin.readline().strip().lower()
+    except (KeyboardInterrupt, EOFError, OSError):
+        answer = ""
+    if answer in ("y", "yes"):
+        accept_config(cwd, home)
+        out.write("Trusted as it is now.\n")
+        return True
+    out.write("Not trusted for this session: only its deny/ask rules apply.\n")
+    return False
+
+
 def _answered_file(home: Path) -> Path:
     return home / "trust-asked.txt"
 

@@ -310,9 +310,9 @@ UNTRUSTED = "⏸ Not started: this folder is not trusted (agent trust)"
 
 def _trusted(cwd: Path) -> bool:
     from services.config import agent_home
-    from services.trust import is_trusted
+    from services.trust import config_changes
 
-    return is_trusted(cwd, agent_home())
+    return config_changes(cwd, agent_home()) == []
 
 
 async def _health(configs: dict[str, Any], cwd: Path) -> dict[str, tuple[str, str]]:
