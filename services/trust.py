@@ -111,8 +111,8 @@ def _set_digest(home: Path, root: str, cwd_key: str, digest: dict[str, str]) -> 
     entry = folders.get(root)
     if not isinstance(entry, dict):
         return
-    config = entry.get("config") if isinstance(entry.get("config"), dict) else {}
-    entry["config"] = {**config, cwd_key: digest}
+    config = entry.get("config")
+    entry["config"] = {**(config if isinstance(config, dict) else {}), cwd_key: digest}
     _save(home, folders)
 
 
