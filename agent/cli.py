@@ -13,7 +13,7 @@ import sys
 
 from agent import __version__
 from agent.exit_codes import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from agent.flags import UsageError, build_parser, parse_argv
+from agent.flags import UnknownOption, UsageError, build_parser, parse_argv
 from agent.subcommands.dispatch import COMPLETE_VAR, COMPLETION_FLAGS, SUBCOMMANDS
 from services.session import PICK_SESSION
 
@@ -45,6 +45,9 @@ def _main(argv: list[str]) -> int:
         return run_completion(argv)
     try:
         ns = parse_argv(argv)
+    except UnknownOption as exc:  # Claude Code's lines and exit code (recorded: cli_usage.json)
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_ERROR
     except UsageError as exc:
         return fail(f"{exc} (see agent --help)", EXIT_USAGE)
     if ns.help:

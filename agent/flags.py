@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from services.session import PICK_SESSION
 
@@ -13,9 +13,17 @@ INPUT_FORMATS = ("text", "stream-json")
 # Claude Code's newer name for the default mode.
 MODE_ALIASES = {"manual": "default"}
 # Flags of Claude Code's that this agent accepts and ignores with a one-line notice (SDK clients pass them).
+# Those Claude Code's --help shows are options in ours too; the ones it hides are named in the epilog.
 IGNORED_VALUE_FLAGS = ("--task-budget", "--thinking-display", "--resume-session-at", "--resume-drops-turn",
                        "--plugin-dir", "--agent", "--name")
 IGNORED_BOOL_FLAGS = ("--include-hook-events", "--session-mirror", "--ide", "--bare")
+IGNORED_HIDDEN = ("--task-budget", "--thinking-display", "--resume-session-at", "--resume-drops-turn",
+                  "--session-mirror")
+EPILOG = f"""Also accepted and ignored (hidden in Claude Code's help too):
+  {", ".join(IGNORED_HIDDEN)}
+Claude Code's hidden Setup flags: --init and --maintenance run the Setup hooks first; --init-only runs
+them and exits.
+"""
 
 DESCRIPTION = """A ReAct coding agent for the terminal, driven by Claude.
 
@@ -34,13 +42,30 @@ class UsageError(Exception):
     pass
 
 
+class UnknownOption(UsageError):
+    """An option the parser does not have: Claude Code's message, with its suggestion (agent/suggest.py)."""
+
+    def __init__(self, flag: str, candidates: list[str]):
+        from agent.suggest import unknown_option_message
+
+        super().__init__(unknown_option_message(flag, candidates))
+        self.flag = flag
+
+
+def visible_long_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options --help shows: the only ones Claude Code suggests."""
+    return [flag for action in parser._actions if action.help is not argparse.SUPPRESS
+            for flag in action.option_strings if flag.startswith("--")]
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line and exit 2, like every other usage error
         raise UsageError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="agent", usage="agent [options] [prompt]\n       agent mcp|doctor|config|trust ...", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = _Parser(prog="agent", usage="agent [options] [prompt]\n       agent mcp|doctor|config|trust ...", description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter,
                 add_help=False, allow_abbrev=False)
     a = p.add_argument
     a("prompt", nargs="*", help="the task (omit it to start the REPL)")
@@ -58,9 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     a("--fallback-model", help="model(s) to use when the main one is overloaded (comma-separated)")
     a("--max-turns", type=_positive_int, help="model calls per task (default 100)")
     a("--max-budget-usd", type=_positive_float, help="stop sending requests once the session's cost reaches this (USD; /budget raises it)")
-    a("--permission-mode", help="default, acceptEdits, plan or bypassPermissions")
+    a("--permission-mode", help="default (or manual), acceptEdits, plan, bypassPermissions, dontAsk (deny "
+                                "what would ask); auto runs as default")
     a("--dangerously-skip-permissions", action="store_true", help="bypassPermissions: every tool runs")
-    a("--allow-dangerously-skip-permissions", action="store_true", help=argparse.SUPPRESS)
+    a("--allow-dangerously-skip-permissions", action="store_true",
+      help="accepted: bypassPermissions can be chosen without it")
     a("--allowedTools", "--allowed-tools", dest="allowed_tools", nargs="+", action="extend", default=[],
       metavar="RULES", help='comma or space separated rules to allow, e.g. "Bash(git status:*) Edit"')
     a("--disallowedTools", "--disallowed-tools", dest="disallowed_tools", nargs="+", action="extend",
@@ -88,20 +115,22 @@ def build_parser() -> argparse.ArgumentParser:
     a("--permission-prompt-tool", help="stdio: ask the SDK host (control protocol) instead of denying")
     a("--max-thinking-tokens", type=_positive_int, help=argparse.SUPPRESS)
     a("--betas", nargs="+", action="extend", default=[], help="beta headers to send (anthropic-beta)")
-    a("--agents", help=argparse.SUPPRESS)
-    a("--disable-slash-commands", action="store_true", help=argparse.SUPPRESS)
+    a("--agents", metavar="JSON|FILE", help='custom sub-agents: {"name": {"description", "prompt", '
+                                            '"tools"?, "model"?}}, or a file holding that JSON')
+    a("--disable-slash-commands", action="store_true", help="accepted; has no effect here")
     a("--effort", choices=("low", "medium", "high", "xhigh", "max"), help="effort level (models that take one)")
-    a("--thinking", choices=("adaptive", "enabled", "disabled"), help=argparse.SUPPRESS)
+    a("--thinking", choices=("adaptive", "enabled", "disabled"),
+      help="enabled or adaptive: thinking on; disabled: off (where the model allows it)")
     # Claude Code's hidden Setup flags: run the Setup hooks (trigger init or maintenance) first; --init-only
     # runs Setup and SessionStart, then exits.
     a("--init", action="store_true", help=argparse.SUPPRESS)
     a("--init-only", action="store_true", help=argparse.SUPPRESS)
     a("--maintenance", action="store_true", help=argparse.SUPPRESS)
     # Accepted so that SDK clients and scripts written for Claude Code run; each says it is ignored.
-    for flag in IGNORED_VALUE_FLAGS:
-        a(flag, dest="ignored_" + flag.strip("-").replace("-", "_"), help=argparse.SUPPRESS)
-    for flag in IGNORED_BOOL_FLAGS:
-        a(flag, dest="ignored_" + flag.strip("-").replace("-", "_"), action="store_true", help=argparse.SUPPRESS)
+    for flag in (*IGNORED_VALUE_FLAGS, *IGNORED_BOOL_FLAGS):
+        shown = argparse.SUPPRESS if flag in IGNORED_HIDDEN else "accepted and ignored (Claude Code's)"
+        kind: dict[str, Any] = {"action": "store_true"} if flag in IGNORED_BOOL_FLAGS else {"metavar": "X"}
+        a(flag, dest="ignored_" + flag.strip("-").replace("-", "_"), help=shown, **kind)
     a("-C", "--cwd", help="work in this directory")
     a("--mock", action="store_true", help="the offline mock model (no key, no network)")
     a("-v", "--version", action="store_true", help="print the version")
@@ -164,6 +193,12 @@ def parse_argv(argv: list[str]) -> argparse.Namespace:
     if "--" in argv:
         i = argv.index("--")
         argv, tail = argv[:i], argv[i + 1 :]
-    ns = build_parser().parse_intermixed_args(argv)
+    parser = build_parser()
+    ns, extras = parser.parse_known_intermixed_args(argv)
+    if extras:  # the first unknown option is the error, as in Claude Code
+        unknown = next((x for x in extras if x.startswith("-")), None)
+        if unknown is None:
+            raise UsageError(f"unrecognized arguments: {' '.join(extras)}")
+        raise UnknownOption(unknown, visible_long_flags(parser))
     ns.prompt = [*(ns.prompt or []), *tail]
     return ns

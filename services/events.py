@@ -29,11 +29,14 @@ class ThinkingDeltaEvent:
 @dataclass
 class RetryEvent:
     """The model call is being made again: text streamed since the last AssistantEvent belongs to a
-    discarded attempt, and front ends that showed it clear it (or never showed it)."""
+    discarded attempt, and front ends that showed it clear it (or never showed it). `max_retries` and
+    `status` as in services.model_types.Retrying (attempt 0: the loop asks again, no API retry)."""
 
     attempt: int
     delay: float
     reason: str
+    max_retries: int = 0
+    status: int | None = None
 
 
 @dataclass

@@ -54,11 +54,15 @@ class ThinkingDelta:
 
 @dataclass
 class Retrying:
-    """The provider will try again: whatever it streamed before belongs to a discarded attempt."""
+    """The provider will try again: whatever it streamed before belongs to a discarded attempt. An API
+    retry says how many it may make (`max_retries`) and the HTTP status that failed (None: no answer;
+    200: an `error` event inside the stream); attempt 0 is not an API retry (a fallback model)."""
 
     attempt: int
     delay: float
     reason: str
+    max_retries: int = 0
+    status: int | None = None
 
 
 @dataclass

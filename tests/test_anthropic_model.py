@@ -151,7 +151,7 @@ async def test_529_then_200_is_retried(fake_env: FakeAnthropic):
     events = await collect(AnthropicModel(max_retries=2), request())
     assert len(fake_env.requests) == 2
     retries = [e for e in events if isinstance(e, Retrying)]
-    assert len(retries) == 1 and retries[0].attempt == 1
+    assert [(e.attempt, e.max_retries, e.status, e.reason) for e in retries] == [(1, 2, 529, "529 overloaded")]
     assert final(events).message["content"] == [{"type": "text", "text": "after retry"}]
 
 
@@ -159,7 +159,8 @@ async def test_429_with_retry_after_is_retried(fake_env: FakeAnthropic):
     fake_env.http_error(429, "rate_limit_error", "slow down", headers={"retry-after-ms": "1"})
     fake_env.text("ok")
     events = await collect(AnthropicModel(max_retries=1), request())
-    assert [e.reason for e in events if isinstance(e, Retrying)] == ["rate_limit_error"]
+    assert [(e.reason, e.status, e.max_retries) for e in events if isinstance(e, Retrying)] == [
+        ("429 too many requests", 429, 1)]
     assert len(fake_env.requests) == 2
 
 
@@ -169,7 +170,8 @@ async def test_mid_stream_overloaded_error_is_retried(fake_env: FakeAnthropic):
     events = await collect(AnthropicModel(max_retries=2), request())
     assert len(fake_env.requests) == 2
     retries = [e for e in events if isinstance(e, Retrying)]
-    assert len(retries) == 1 and retries[0].reason == "overloaded_error"
+    assert len(retries) == 1 and retries[0].reason == "overloaded error in the stream"
+    assert retries[0].status == 200  # inside the stream: stream-json writes no api_retry for it
     assert final(events).message["content"] == [{"type": "text", "text": "second try"}]
 
 

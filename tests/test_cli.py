@@ -188,7 +188,7 @@ def test_mid_stream_overloaded_error_is_retried_by_the_cli(batch):
     r, fake_anthropic = run_of(batch, "mid_stream_retry")
     assert r.code == 0, r.stderr
     assert len(fake_anthropic.requests) == 2
-    assert "[retry] Model call failed (overloaded_error)" in r.stderr
+    assert "[retry] API error (overloaded error in the stream); retrying in " in r.stderr
     # Only the answer of the attempt that completed reaches stdout: no half answer, no duplicate.
     assert r.stdout == "A whole answer.\n"
 

@@ -24,6 +24,7 @@ from typing import Any, cast
 from agent import __version__
 from agent.errors import silence_stdout
 from agent.exit_codes import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from agent.headless.retry_events import api_retry_record
 from agent.headless.thinking_events import ThinkingMeter, reports_thinking, with_updates
 from agent.loop.factory import ResumeError, build_engine, load_resume_target, start_mcp
 from agent.message_display import MessageDisplay
@@ -34,6 +35,7 @@ from services.config import agent_environ
 from services.events import (
     AssistantEvent,
     NoticeEvent,
+    RetryEvent,
     StreamEvent,
     Terminal,
     ToolEndEvent,
@@ -248,6 +250,10 @@ class HeadlessRun:
         elif isinstance(ev, StreamEvent):
             if self.emit is not None and self.inv.include_partial:
                 self.emit({"type": "stream_event", "event": ev.event, **self._base()})
+        elif isinstance(ev, RetryEvent):
+            record = api_retry_record(ev, self.session_id)
+            if record is not None and self.emit is not None:  # text and json: the notice on stderr says it
+                self.emit(record)
         elif isinstance(ev, NoticeEvent):
             self._notice(ev)
         elif isinstance(ev, ToolStartEvent | ToolEndEvent):
@@ -309,10 +315,9 @@ class HeadlessRun:
         self.emit({"type": "user", "message": clean, **self._base()})
 
     def _notice(self, ev: NoticeEvent) -> None:
-        if self.emit is not None:
-            if ev.kind == "retry":
-                self.emit({"type": "system", "subtype": "api_retry", "message": ev.text, **self._base()})
-        elif self.inv.verbose or ev.kind != "retry":  # retries stay invisible unless --verbose
+        # text and json: every notice on stderr, retries included (a wait is never silent); stream-json
+        # says retries in its api_retry records (the RetryEvent) and nothing else on stderr.
+        if self.emit is None:
             sys.stderr.write(f"[{ev.kind}] {ev.text}\n")
 
     def _tool_line(self, ev: Any) -> None:

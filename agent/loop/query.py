@@ -544,13 +544,21 @@ def _stream_events(x: Exchange, event: object) -> list[Event]:
         return [ThinkingDeltaEvent(event.text)]
     if isinstance(event, Retrying):
         x.streamed.clear()
-        return [RetryEvent(event.attempt, event.delay, event.reason), NoticeEvent(
-            "retry", f"Model call failed ({event.reason}); retry {event.attempt} in {event.delay:.1f} s")]
+        return [RetryEvent(event.attempt, event.delay, event.reason, event.max_retries, event.status),
+                NoticeEvent("retry", retry_notice(event))]
     if isinstance(event, ModelResponse):
         x.response = event
     elif isinstance(event, RawStreamEvent):
         return [StreamEvent(event.event)]
     return []
+
+
+def retry_notice(event: Retrying) -> str:
+    """The line every front end shows for a retry: what failed, the wait, which attempt of how many."""
+    if not event.max_retries:  # not an API retry (a fallback model): the reason says it all
+        return event.reason
+    wait = f"{event.delay:.1f} s" if event.delay >= 0.1 else f"{event.delay * 1000:.0f} ms"
+    return f"API error ({event.reason}); retrying in {wait} (attempt {event.attempt}/{event.max_retries})"
 
 
 CONTEXT_EXCEEDED = (

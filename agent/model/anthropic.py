@@ -14,6 +14,7 @@ import json
 import os
 import random
 from collections.abc import AsyncIterator
+from http import HTTPStatus
 from typing import Any
 
 from services.cache_breakpoints import place_breakpoints
@@ -75,6 +76,34 @@ def _retry_after(exc: Any) -> float | None:
     except ValueError:
         return None
     return None
+
+
+def _status_reason(status: int, kind: str) -> str:
+    """A failed call as a person reads it: "529 overloaded", "429 too many requests"; an `error` event
+    inside a stream (HTTP 200) by its type."""
+    if status == 200:
+        return f"{(kind or 'unknown').removesuffix('_error').replace('_', ' ')} error in the stream"
+    if status == 529:  # Anthropic's own status, not in the HTTP registry
+        return "529 overloaded"
+    try:
+        return f"{status} {HTTPStatus(status).phrase.lower()}"
+    except ValueError:
+        return f"HTTP {status}"
+
+
+def _connection_reason(exc: BaseException, timeout_type: type[BaseException]) -> str:
+    """"timeout", "connection refused" (nothing listens there: the OS error is deep in the SDK's chain)
+    or "connection error"."""
+    if isinstance(exc, timeout_type):
+        return "timeout"
+    seen: BaseException | None = exc
+    for _ in range(10):  # a bounded walk: a chain could loop
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return "connection error"
 
 
 def _usage(raw: Any) -> dict[str, int]:
@@ -245,6 +274,8 @@ class AnthropicModel:
         import anthropic
 
         attempt = 0
+        status: int | None = None
+        kind = ""
         while True:
             try:
                 async for event in self._stream_once(request):
@@ -258,13 +289,10 @@ class AnthropicModel:
                     retryable = False
                 if not retryable or attempt >= self.max_retries:
                     raise ModelError(_status_message(exc), status=status, kind=kind) from None
-                reason = kind or f"HTTP {status}"
+                reason = _status_reason(status, kind)
                 delay = _retry_after(exc)
             except anthropic.APIConnectionError as exc:
-                if isinstance(exc, anthropic.APITimeoutError):
-                    reason = "timeout"
-                else:
-                    reason = "connection error"
+                reason, status, kind = _connection_reason(exc, anthropic.APITimeoutError), None, ""
                 if attempt >= self.max_retries:
                     raise ModelError(
                         f"Could not reach the model API ({reason}) after {attempt + 1} attempts: {exc}. "
@@ -275,7 +303,7 @@ class AnthropicModel:
                 # A reply cut mid-stream is asked for again; nothing of the cut attempt was run or kept.
                 if attempt >= self.max_retries:
                     raise ModelError(f"{exc} (after {attempt + 1} attempts)") from None
-                reason = "stream dropped"
+                reason, status, kind = "stream dropped", None, ""
                 delay = None
             except TypeError as exc:
                 if "authentication" in str(exc).lower():
@@ -287,8 +315,9 @@ class AnthropicModel:
             if delay is None:
                 delay = min(MAX_DELAY, INITIAL_DELAY * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
             delay = max(0.0, min(delay, MAX_RETRY_AFTER))
-            trace("api.retry", attempt=attempt, reason=reason, delay=f"{delay:.2f}")
-            yield Retrying(attempt, delay, reason)
+            # The trace names the API's error type (one token); the notice says it in words.
+            trace("api.retry", attempt=attempt, reason=kind or reason.replace(" ", "_"), delay=f"{delay:.2f}")
+            yield Retrying(attempt, delay, reason, self.max_retries, status)
             await asyncio.sleep(delay)
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
