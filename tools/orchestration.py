@@ -25,6 +25,7 @@ from services.messages import (
     ToolResultBlock,
     ToolUseBlock,
     clean_text,
+    result_text,
     tool_result_block,
     user_message,
 )
@@ -133,7 +134,7 @@ class _Batch:
 
 def _end_event(tid: str, name: str, output: ToolOutput, duration: float) -> ToolEndEvent:
     err = _first_line(output.content) if output.is_error and isinstance(output.content, str) else ""
-    text = output.content if isinstance(output.content, str) else ""
+    text = result_text(output.content) if isinstance(output.content, str | list) else ""
     return ToolEndEvent(tid, name, not output.is_error, output.summary, duration, err,
                         preview="\n".join(text.splitlines()[:PREVIEW_LINES]), lines=text.count("\n") + 1 if text else 0)
 

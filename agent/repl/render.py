@@ -310,7 +310,7 @@ class Renderer:
             self.console.print(line)
             if diff and fp not in self.shown_diffs:
                 self.console.print(diff_text(diff))
-            elif ev.name in OUTPUT_SHOWN and ev.preview:
+            elif _shows_output(ev.name) and ev.preview:
                 self.console.print(output_preview(ev.preview, ev.lines))
         else:
             error = (ev.error or ev.summary or "failed").strip()
@@ -322,7 +322,7 @@ class Renderer:
             else:
                 line.append(f": {visible(first[0]) if first else 'failed'}", style="red")
             self.console.print(line)
-            if ev.name in OUTPUT_SHOWN and ev.lines > 1:
+            if _shows_output(ev.name) and ev.lines > 1:
                 self.console.print(output_preview(ev.preview, ev.lines, style="red"))
         self.shown_diffs.discard(fp)
         self._refresh_tools_live()
@@ -415,6 +415,11 @@ class Renderer:
 
 OUTPUT_SHOWN = ("Bash", "TaskOutput")  # tools whose output the REPL shows under the call (first lines)
 OUTPUT_LINES = 4
+
+
+def _shows_output(name: str) -> bool:
+    """An MCP tool's result is the answer the user asked for (`42.0`): shown as Claude Code shows it."""
+    return name in OUTPUT_SHOWN or name.startswith("mcp__")
 
 
 def output_preview(preview: str, total: int, style: str = "dim") -> Text:

@@ -34,6 +34,7 @@ def test_prompt_tool_progress_and_status_in_a_terminal(cli, workdir: Path, fake_
         child.send("1")
         child.expect_exact("mcp__templates__slow")
         child.expect_exact("progress 3/3 step 3")
+        child.expect_exact("⎿  done 3")  # the result itself, under the call
         child.expect_exact("All done.")
         child.expect_exact(PROMPT_READY)
         run_line(child, "/mcp", "templates (stdio, project): connected", "· mcp__templates__slow")
