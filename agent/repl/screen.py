@@ -17,7 +17,7 @@ from agent.repl.parts import ReplParts
 from agent.repl.permission_menu import menu_lines, visible
 from agent.repl.state import Phase
 from agent.repl.status_line import StatusLine, status_payload
-from agent.slash.router import context_percent, context_tokens
+from agent.slash.router import context_percent, context_tokens, percent_label
 from services.trace import trace
 
 PROMPT = "> "
@@ -84,7 +84,7 @@ class ScreenPart(ReplParts):
                 Phase.INTERRUPTED: "interrupting…", Phase.ASKING: "answer the question"}.get(phase, "/help")
         if self.state.exit_after_turn is not None:
             hint += " · exiting after this turn"
-        lines.append(("", f" {e.config.model} · {e.gate.mode} (shift+tab) · ctx ~{context_percent(e)}% · "
+        lines.append(("", f" {e.config.model} · {e.gate.mode} (shift+tab) · ctx ~{percent_label(context_percent(e))}% · "
                           f"${cost:.2f} · {hint}"))
         return FormattedText(lines)
 

@@ -153,9 +153,15 @@ def context_tokens(engine: Any) -> tuple[int, bool]:
     return estimate_tokens(engine.messages) + len(engine.config.system_prompt) // 4, False
 
 
-def context_percent(engine: Any) -> int:
+def context_percent(engine: Any) -> float:
+    """The share of the window in use, one decimal under 10% (a 1M window is 0% for a long while)."""
     used, _ = context_tokens(engine)
-    return round(used * 100 / max(1, context_window(engine)))
+    share = used * 100 / max(1, context_window(engine))
+    return round(share, 1) if share < 10 else float(round(share))
+
+
+def percent_label(value: float) -> str:
+    return f"{value:g}"
 
 
 # -- built-ins ---------------------------------------------------------------------------------
@@ -215,7 +221,7 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
     for _kind, text in result.notices:
         ctx.say(f"· {text}", "dim")
     if after == before:  # react-agent-mini says so rather than print a change that did not happen
-        ctx.say(f"Compacted the conversation (usage unchanged: ctx ~{after}%).")
+        ctx.say(f"Compacted the conversation (usage unchanged: ctx ~{percent_label(after)}%).")
     else:
         ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
 
@@ -345,7 +351,7 @@ def cmd_status(ctx: CommandContext, args: str) -> None:
     ctx.say(f"Thinking: {describe(engine.config.model, getattr(engine.config, 'thinking', None))}")
     ctx.say(f"Permission mode: {engine.gate.mode}")
     ctx.say(f"Messages: {len(engine.messages)}")
-    ctx.say(f"ctx ~{context_percent(engine)}%")
+    ctx.say(f"ctx ~{percent_label(context_percent(engine))}%")
 
 
 KIND_LABELS = {"User": "user", "Project": "project", "Local": "local"}
