@@ -297,3 +297,21 @@ def test_text_typed_during_a_turn_is_offered_at_the_next_prompt(cli, fake_anthro
     finally:
         gate.set()
     assert "follow-up question" in str(fake_anthropic.requests[-1].messages[-1])
+
+
+def test_the_slash_menu_opens_as_the_name_is_typed(cli, fake_anthropic):
+    """Claude Code opens its command menu on `/`; no Tab needed. Prose never opens it."""
+    child = spawn(cli)
+    try:
+        child.send("/co")
+        child.expect_exact("/compact")
+        child.expect_exact("/context")
+        child.send("\x15")  # Ctrl-U: clear the line
+        child.send("/cost\r")
+        child.expect_exact("Requests: 0")
+        child.expect_exact(PROMPT_READY)
+        child.sendcontrol("d")
+        assert finish(child) == 0
+    finally:
+        if child.isalive():
+            child.terminate(force=True)

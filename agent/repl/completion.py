@@ -7,7 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from prompt_toolkit.application.current import get_app
 from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.document import Document
 
 from agent.slash.router import CommandRouter
@@ -18,6 +20,14 @@ MAX_PATH_COMPLETIONS = 200
 
 def history_path(cwd: Path) -> Path:
     return project_dir(cwd) / "prompt_history"
+
+
+@Condition
+def slash_name_typed() -> bool:
+    """The menu opens as a command name is typed (`/`, `/co`...), as Claude Code's does; paths (`@`) and
+    arguments complete on Tab only, so typing prose never pops a menu."""
+    text = get_app().current_buffer.text
+    return text.startswith("/") and " " not in text and "\n" not in text
 
 
 class ReplCompleter(Completer):

@@ -36,7 +36,7 @@ from rich.console import Console
 from agent.errors import set_transcript
 from agent.loop.budget_guard import install_budget
 from agent.loop.factory import AppOptions, ResumeError, build_engine, load_resume_target
-from agent.repl.completion import ReplCompleter, history_path
+from agent.repl.completion import ReplCompleter, history_path, slash_name_typed
 from agent.repl.image_input import PendingImages
 from agent.repl.input_box import InputPart
 from agent.repl.keys import repl_key_bindings
@@ -126,7 +126,7 @@ class Repl(ScreenPart, InputPart, QuestionsPart, TurnsPart, RewindPart, McpPart,
             output=output,
             history=history,
             completer=ReplCompleter(self.router, self.cwd),
-            complete_while_typing=False,
+            complete_while_typing=slash_name_typed,
             key_bindings=repl_key_bindings(self),
             bottom_toolbar=self.toolbar,
             prompt_continuation=lambda width, line_number, is_soft_wrap: " " * width,
