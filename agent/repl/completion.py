@@ -9,8 +9,8 @@ from typing import Any
 
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.completion import Completer, Completion
-from prompt_toolkit.filters import Condition
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
 
 from agent.slash.router import CommandRouter
 from services.config import project_dir
