@@ -7,7 +7,7 @@ from typing import Any
 
 from services.config import agent_home
 from services.output_styles import DEFAULT, discover_styles
-from services.settings import user_files
+from services.settings_files import user_files
 
 
 def style_name(engine: Any) -> str:

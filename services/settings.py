@@ -25,17 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.config import getenv
 from services.loop_guard import LoopGuardOptions, stricter
 from services.loop_guard import parse_options as parse_loop_guard
 from services.notify import CHANNELS as NOTIF_CHANNELS
 from services.sandbox_settings import SandboxSettings, merge_sandbox
+from services.settings_files import scoped_files
 
 SCOPES = ("user", "project", "local", "flags")
 UNTRUSTED_SCOPES = ("project", "local")
 MODES = ("default", "acceptEdits", "plan", "bypassPermissions")
 RESTRICTIVE_MODES = ("default", "plan")
-LOCAL_SETTINGS = Path(".agents") / "settings.local.json"
 
 
 @dataclass
@@ -68,27 +67,6 @@ class MergedSettings:
     files: list[SettingsFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # what an untrusted folder asked for and did not get
-
-
-def user_files(home: Path) -> list[Path]:
-    claude = Path(getenv("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
-    return [claude / "settings.json", home / "settings.json"]
-
-
-def project_files(cwd: Path) -> list[Path]:
-    return [cwd / ".claude" / "settings.json", cwd / ".agents" / "settings.json"]
-
-
-def local_files(cwd: Path) -> list[Path]:
-    return [cwd / ".claude" / "settings.local.json", cwd / LOCAL_SETTINGS]
-
-
-def scoped_files(cwd: Path, home: Path) -> list[tuple[str, Path]]:
-    return (
-        [("user", p) for p in user_files(home)]
-        + [("project", p) for p in project_files(cwd)]
-        + [("local", p) for p in local_files(cwd)]
-    )
 
 
 def read_json_object(path: Path, warnings: list[str]) -> dict[str, Any] | None:

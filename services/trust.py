@@ -183,7 +183,7 @@ def folder_requests(cwd: Path, ignored_settings: list[str]) -> FolderRequests:
     `ignored_settings` is `MergedSettings.ignored` of an untrusted load (allow rules, modes, settings
     hooks, env, settings MCP servers); this adds `.agents/hooks.json`, `.mcp.json` and `.env`.
     """
-    from services.settings import local_files, project_files
+    from services.settings_files import local_files, project_files
 
     out = FolderRequests()
     for p in [*project_files(cwd), *local_files(cwd), cwd / HOOKS_FILE, cwd / MCP_FILE, cwd / ".env"]:

@@ -131,13 +131,14 @@ def test_settings_thresholds_and_untrusted_folders(cli, fake_anthropic, tmp_path
     script_same_read(fake_anthropic, target, 4)
     r = cli("-p", "Read it.", "--output-format", "json")
     assert "3 times" in json.loads(r.stdout)["result"] and len(fake_anthropic.requests) == 11
-    trust(Path(cli.cwd), cli.agent_home)
     settings.write_text(json.dumps({"loopGuard": {"stopAfter": 0}}))
+    trust(Path(cli.cwd), cli.agent_home)
     script_same_read(fake_anthropic, target, 8)
     fake_anthropic.text("Gave up reading.")
     r = cli("-p", "Read it.", "--output-format", "json", timeout=60)
     assert json.loads(r.stdout)["result"] == "Gave up reading.", r.stderr
     settings.write_text(json.dumps({"loopGuard": {"stopAfter": "many"}}))
+    trust(Path(cli.cwd), cli.agent_home)
     fake_anthropic.text("ok")
     r = cli("-p", "hi")
     assert f"settings {settings}: field 'loopGuard': stopAfter must be a whole number" in r.stderr

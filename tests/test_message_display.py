@@ -139,6 +139,7 @@ def test_the_repl_shows_the_rewritten_lines(cli: CliRunner, fake_anthropic: Fake
     hook_project(cli, "true")
     (proj / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"MessageDisplay": [{"hooks": [
         {"type": "command", "command": f"{sys.executable} {proj / 'display_hook.py'} {log}"}]}]}}))
+    trust(proj, cli.agent_home)  # as it is now: trust covers the configuration the user saw
     fake_anthropic.text("first line here\nsecond line here", fragment=4)
     child = spawn(cli)
     run_line(child, "hi", "SECOND LINE HERE")

@@ -85,10 +85,10 @@ def test_the_file_and_its_new_directory_are_private_under_umask_000(tmp_path: Pa
 
 def test_dont_ask_again_in_the_repl_holds_in_the_next_p_run(cli, fake_anthropic) -> None:
     work = Path(cli.cwd)
-    assert cli("trust", str(work), with_fake=False).code == 0
     settings = work / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text('{\n  "model": "claude-sonnet-4-5"\n}\n')
+    assert cli("trust", str(work), with_fake=False).code == 0
     fake_anthropic.reply(tool_block("Bash", {"command": "touch first.txt"}))
     fake_anthropic.text("Made it.")
     child = spawn(cli)

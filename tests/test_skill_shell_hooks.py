@@ -51,5 +51,6 @@ def test_a_hooks_allow_lets_a_line_the_rules_do_not(cli, fake_anthropic) -> None
     assert "Info: hello" in json.dumps(fake_anthropic.requests[0].messages[0])
     layout_settings = proj / ".claude" / "settings.json"
     layout_settings.write_text(json.dumps({}))
+    trust(proj, cli.agent_home)
     r = cli("-p", "/info")
     assert r.code == 1 and "permission check failed" in r.stderr and len(fake_anthropic.requests) == 1

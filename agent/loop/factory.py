@@ -93,7 +93,7 @@ def load_boundary(opts: AppOptions) -> list[str]:
 def pick_output_style(opts: AppOptions, merged: MergedSettings) -> tuple[Any, str | None]:
     """The style `outputStyle` names (None: default), and a one-line warning naming the file if none has it."""
     from services.output_styles import discover_styles, resolve_style
-    from services.settings import user_files
+    from services.settings_files import user_files
 
     if not merged.output_style:
         return None, None
@@ -300,7 +300,7 @@ def _attach_sandbox(opts: AppOptions, gate: PermissionGate, tools: list) -> None
 def instruction_prompt(opts: AppOptions, home: Path, skills: list) -> SystemPromptBuilder:
     """The system prompt builder with Claude Code's instruction files: the user's always, the project's
     only in a trusted folder; `claudeMdExcludes` from the settings in force."""
-    from services.settings import user_files
+    from services.settings_files import user_files
 
     trusted_files = [f for f in (opts.merged.files if opts.merged else [])
                      if opts.trusted or f.scope not in ("project", "local")]

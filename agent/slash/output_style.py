@@ -9,7 +9,7 @@ from typing import Any
 
 from services.output_styles import DEFAULT, OutputStyle, discover_styles
 from services.rule_store import RuleStoreError, set_setting
-from services.settings import user_files
+from services.settings_files import user_files
 
 USAGE = "Usage: /output-style <style>"
 

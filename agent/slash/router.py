@@ -218,12 +218,14 @@ async def cmd_compact(ctx: CommandContext, args: str) -> None:
         engine.record(rec)
     engine.compacted(list(result.messages))
     after = context_percent(engine)
-    for _kind, text in result.notices:
-        ctx.say(f"· {text}", "dim")
+    for kind, text in result.notices:
+        if kind != "summarised":  # its percentages are estimates; the line below gives the billed ones
+            ctx.say(f"· {text}", "dim")
+    what = f"summarised {result.summarised} earlier message{'s' if result.summarised != 1 else ''}"
     if after == before:  # react-agent-mini says so rather than print a change that did not happen
-        ctx.say(f"Compacted the conversation (usage unchanged: ctx ~{percent_label(after)}%).")
+        ctx.say(f"Compacted the conversation: {what} (usage unchanged: ctx ~{percent_label(after)}%).")
     else:
-        ctx.say(f"Compacted the conversation (ctx ~{before}% -> ctx ~{after}%).")
+        ctx.say(f"Compacted the conversation: {what} (ctx ~{percent_label(before)}% -> ctx ~{percent_label(after)}%).")
 
 
 def cmd_context(ctx: CommandContext, args: str) -> None:

@@ -67,7 +67,7 @@ def check_sandbox() -> tuple[str, str]:
 
 
 def settings_files(cwd: Path, home: Path) -> list[Path]:
-    from services.settings import scoped_files
+    from services.settings_files import scoped_files
 
     return [p for _, p in scoped_files(cwd, home)] + [cwd / ".agents" / "hooks.json", cwd / ".mcp.json"]
 

@@ -92,6 +92,7 @@ class AutocompactResult:
     # False: no new history (the summary failed); only the notices and records are news.
     replaced: bool = True
     usage: dict[str, Any] = field(default_factory=dict)
+    summarised: int = 0  # how many earlier messages the summary replaced
 
 
 class CompactError(Exception):
@@ -234,7 +235,7 @@ async def compact_conversation(
     fixed = (ctx.env.fixed_units if ctx.env is not None else 0) // UNITS_PER_TOKEN
     after = estimate_outbound_chars(out) // UNITS_PER_TOKEN + fixed
     result = AutocompactResult(out, before_tokens=before, after_tokens=after, before_percent=percent_of(before, window),
-                               after_percent=percent_of(after, window), usage=usage)
+                               after_percent=percent_of(after, window), usage=usage, summarised=len(source))
     if usage:
         result.records.append({"type": USAGE_RECORD, "usage": usage, "requests": 1, "model": ctx.model, "source": "compact"})
     files = sum(1 for m in extra if (m.get("meta") or {}).get("post_compact") == "file")

@@ -210,7 +210,7 @@ def config_sources(cwd: Path, home: Path | None, trusted: bool = True) -> list[t
     """(path, nested_only) for every file hooks are read from, in merge order: the settings layer's
     files (their `hooks` key) plus the flat `hooks.json` files. The project's files count only when the
     folder is trusted (a cloned repository must not run code on start)."""
-    from services.settings import local_files, project_files, user_files
+    from services.settings_files import local_files, project_files, user_files
 
     sources: list[tuple[Path, bool]] = []
     if home is not None:
@@ -223,7 +223,7 @@ def config_sources(cwd: Path, home: Path | None, trusted: bool = True) -> list[t
 
 def settings_source(path: Path, cwd: Path) -> str:
     """Claude Code's ConfigChange `source` for a hooks file."""
-    from services.settings import local_files, project_files
+    from services.settings_files import local_files, project_files
 
     if path in local_files(cwd):
         return "local_settings"
